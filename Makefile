@@ -1,0 +1,37 @@
+# kbx: `make demo` and `make test` work on a fresh CPU-only machine (Python 3.11+).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# A CPU build of torch keeps the install small; on a GPU machine install kbx into an env with CUDA torch.
+TORCH ?= torch==2.13.0
+TRITON ?= triton==3.7.1
+
+.PHONY: install demo test check gpu-test clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q "$(TORCH)" "$(TRITON)" numpy
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@
+
+demo: install
+	rm -rf runs/demo
+	$(BIN)/kbx eval examples/demo.jsonl --device cpu --out runs/demo
+	$(BIN)/kbx report runs/demo
+
+test: install
+	$(BIN)/python -m pytest -q
+
+check: install
+	$(BIN)/ruff check src tests solutions scripts
+	$(BIN)/ruff format --check src tests
+	$(BIN)/mypy
+
+gpu-test: install
+	$(BIN)/python -m pytest -q -m gpu
+
+clean:
+	rm -rf runs .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,46 @@
+"""Developer aid: run one solution file against one task in-process on the CPU interpreter.
+
+Usage: PYTHONPATH=src python scripts/dev_check.py Category/name path/to/solution.py
+Not the evaluator (no sandbox, no timeouts): use ``kbx eval`` for verdicts.
+"""
+
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+from kbx.evaluate import reference, runner  # noqa: E402
+from kbx.suite import find  # noqa: E402
+from kbx.verdict import Reject  # noqa: E402
+
+
+class Print:
+    def send(self, event: str, **fields: object) -> None:
+        print(event, fields, flush=True)
+
+
+def main() -> int:
+    task = find(sys.argv[1])
+    assert task is not None, f"no task {sys.argv[1]}"
+    t0 = time.time()
+    plan = runner.Plan.build(task, "cpu", perf=False)
+    counter = runner.install_launch_counter(interpreted=True)
+    runner.CANDIDATE_PATH = sys.argv[2]
+    try:
+        entry = runner.import_entry(task, Path(sys.argv[2]).resolve())
+        outputs = runner.run_cases(task, plan, entry, counter, Print())
+        reference.judge(task, outputs, "cpu")
+    except runner.CandidateFailure as f:
+        print("FAILED", f.verdict, f.detail)
+        return 1
+    except Reject as r:
+        print("FAILED", r.verdict, r.detail)
+        return 1
+    print(f"passed in {time.time() - t0:.1f}s, {counter.launches} launches")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""Command line: one subcommand per verb, each a few lines calling the library."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from kbx import __version__
+
+console = Console()
+
+
+def cmd_tasks(args: argparse.Namespace) -> int:
+    from kbx.suite import select
+
+    tasks = select(category=args.category)
+    if args.json:
+        rows = [
+            {
+                "id": t.id,
+                "category": t.category,
+                "entry": t.entry,
+                "paper": t.paper,
+                "signature": t.signature,
+                "aliases": list(t.aliases),
+            }
+            for t in tasks
+        ]
+        print(json.dumps(rows, indent=2))
+        return 0
+    for t in tasks:
+        console.print(f"{t.id:48} {t.signature}", highlight=False, soft_wrap=True)
+    console.print(f"{len(tasks)} tasks")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from kbx.show import describe_task
+    from kbx.suite import find
+
+    task = find(args.task)
+    if task is None:
+        console.print(f"[red]no task {args.task!r}[/red] (see `kbx tasks`)")
+        return 2
+    print(describe_task(task))
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from kbx.evaluate.pipeline import EvalConfig
+    from kbx.evaluate.sandbox import Limits
+    from kbx.hardware import default_device
+    from kbx.report import category_table
+    from kbx.runs import RunPlan, run_eval
+
+    device = args.device or default_device()
+    out = Path(args.out or f"runs/{time.strftime('%Y%m%d-%H%M%S')}")
+    source = Path(args.source)
+    if not source.exists():
+        console.print(f"[red]{source}: no such file or folder[/red]")
+        return 2
+    jobs = args.jobs or (4 if device == "cuda" else os.cpu_count() or 1)
+    limits = Limits()
+    if args.timeout_s:
+        limits = replace(
+            limits, import_s=args.timeout_s, case_s=args.timeout_s, timing_s=args.timeout_s
+        )
+    cfg = EvalConfig(device=device, perf=not args.no_perf, limits=limits, run_dir=out.resolve())
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[last]}"),
+        console=console,
+    ) as bar:
+        progress = bar.add_task("evaluating", total=None, last="")
+
+        def started(plan: RunPlan) -> None:
+            skipped = len(plan.candidates) - len(plan.todo)
+            bar.update(
+                progress,
+                total=len(plan.todo),
+                last=f"({skipped} already in {out})" if skipped else "",
+            )
+
+        summary = run_eval(
+            source,
+            out,
+            cfg,
+            jobs,
+            args.tasks,
+            on_start=started,
+            on_result=lambda r: bar.update(progress, advance=1, last=f"{r.task_id}: {r.verdict}"),
+        )
+    from kbx.report import load_records
+
+    console.print(category_table(load_records(out), title=f"{source} on {device}"))
+    console.print(f"results: {out / 'results.jsonl'}  summary: {out / 'summary.json'}")
+    if summary["harness_errors"]:
+        console.print(f"[red]{summary['harness_errors']} harness errors (kbx's fault)[/red]")
+        return 3
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from kbx.report import print_report
+
+    try:
+        print_report(Path(args.run_dir), console, details=not args.brief)
+    except FileNotFoundError as exc:
+        console.print(f"[red]{exc}[/red]")
+        return 2
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="kbx", description="Evaluate LLM-generated Triton kernels on the KernelBench-X suite."
+    )
+    p.add_argument("--version", action="version", version=f"kbx {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+    t = sub.add_parser("tasks", help="list the suite's tasks")
+    t.add_argument("--category", help="only this category")
+    t.add_argument("--json", action="store_true", help="JSON array of {id, category, entry, paper}")
+    t.set_defaults(fn=cmd_tasks)
+    s = sub.add_parser("show", help="show one task: contract, cases, benchmark sizes")
+    s.add_argument("task", help="task id, e.g. Math/rsqrt")
+    s.set_defaults(fn=cmd_show)
+    e = sub.add_parser("eval", help="evaluate a folder, a .py file or a KernelBench-X JSONL")
+    e.add_argument("source", help="folder of <Category>/<name>.py, one .py, or a .jsonl")
+    e.add_argument("--tasks", metavar="GLOB", help="only tasks whose id matches, e.g. 'Math/*'")
+    e.add_argument(
+        "--device",
+        choices=("cuda", "cpu"),
+        help="cuda (default when a GPU is visible) or cpu (Triton interpreter, no perf)",
+    )
+    e.add_argument(
+        "--out",
+        metavar="DIR",
+        help="run folder (default runs/<timestamp>); re-running with the same folder resumes",
+    )
+    e.add_argument("--no-perf", action="store_true", help="skip timing on cuda")
+    e.add_argument(
+        "--jobs", type=int, help="candidates in flight (default: cores on cpu, 4 on cuda)"
+    )
+    e.add_argument("--timeout-s", type=float, help="limit for import, each case and each timing")
+    e.set_defaults(fn=cmd_eval)
+    r = sub.add_parser("report", help="tables by category and verdict for a run folder")
+    r.add_argument("run_dir")
+    r.add_argument("--brief", action="store_true", help="no table of failures")
+    r.set_defaults(fn=cmd_report)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.fn(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

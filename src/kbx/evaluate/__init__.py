@@ -1,0 +1,1 @@
+"""Evaluation of one candidate: trusted reference, sandboxed child, comparison, timing."""

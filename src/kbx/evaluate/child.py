@@ -1,0 +1,74 @@
+"""The candidate's child process: build inputs, import the candidate, run its cases, report.
+
+Run as ``python -m kbx.evaluate.child JOB.json`` by ``sandbox.py`` in a scrubbed environment and a
+working directory of its own.  Inputs are built from the task's seeds *before* the candidate is
+imported, so nothing its import does can change them.  Progress goes to the parent as JSON lines on
+a pipe; outputs go to ``outputs.pt`` and are judged by the parent, never here.
+
+Threat model: this process runs untrusted code, so everything it reports (messages, outputs,
+launch counts, timings) is a claim.  Outputs are compared by the parent; a forged rejection only
+hurts the candidate itself.  A candidate that patches kbx's own hooks in this process can still
+fool the launch counter and the timer; hardening them is tracked in docs/design/trust-model.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+CANDIDATE_FILE = "candidate.py"
+
+
+class Channel:
+    def __init__(self, fd: int) -> None:
+        self.stream = os.fdopen(fd, "w", buffering=1)
+
+    def send(self, event: str, **fields: Any) -> None:
+        self.stream.write(json.dumps({"event": event, **fields}) + "\n")
+        self.stream.flush()
+
+
+def main(job_path: str) -> int:
+    job = json.loads(Path(job_path).read_text())
+    channel = Channel(job["msg_fd"])
+    if job["device"] == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"  # must precede the first import of triton
+    import torch
+
+    from kbx.evaluate import runner
+    from kbx.suite import find
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    task = find(job["task_id"])
+    if task is None:
+        channel.send("harness_error", detail=f"task {job['task_id']} not found in the child")
+        return 0
+    plan = runner.Plan.build(task, job["device"], perf=job["perf"])
+    counter = runner.install_launch_counter(interpreted=job["device"] == "cpu")
+    channel.send("ready")
+    try:
+        entry = runner.import_entry(task, Path(CANDIDATE_FILE).resolve())
+        channel.send("imported")
+        results = runner.run_cases(task, plan, entry, counter, channel, job.get("lock"))
+        timings = []
+        if job["perf"]:
+            timings = runner.time_bench(task, plan, entry, channel, job.get("lock"))
+    except runner.CandidateFailure as failure:
+        channel.send("reject", verdict=failure.verdict, detail=failure.detail)
+        return 0
+    torch.save(results, "outputs.pt")
+    channel.send("done", timings=timings)
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1]))
+    except Exception:  # noqa: BLE001 - a fault in kbx's own child code, before or after the candidate ran
+        sys.stderr.write(traceback.format_exc())
+        sys.exit(70)

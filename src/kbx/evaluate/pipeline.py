@@ -1,0 +1,83 @@
+"""The only place the stages are chained: read -> run in the sandbox -> check -> perf."""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from kbx.candidate import Candidate
+from kbx.evaluate import perf, reference
+from kbx.evaluate.runner import shared
+from kbx.evaluate.sandbox import Limits, SandboxConfig, run_child
+from kbx.hardware import fingerprint
+from kbx.result import Result
+from kbx.suite import find
+from kbx.verdict import Reject, Verdict
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    device: str = "cpu"
+    perf: bool = True  # ignored on the CPU, where nothing is timed
+    limits: Limits = Limits()
+    run_dir: Path | None = None  # holds the Triton cache and the timing lock
+    threads: int = 1
+
+    @property
+    def timed(self) -> bool:
+        return self.perf and self.device == "cuda"
+
+    def sandbox(self) -> SandboxConfig:
+        return SandboxConfig(
+            device=self.device,
+            perf=self.timed,
+            limits=self.limits,
+            threads=self.threads,
+            cache_dir=self.run_dir / "triton-cache" if self.run_dir else None,
+            lock_path=self.run_dir / "gpu.lock" if self.run_dir and self.device == "cuda" else None,
+        )
+
+
+def evaluate(candidate: Candidate, cfg: EvalConfig) -> Result:
+    """Evaluate one candidate; every outcome, kbx's own faults included, is a Result."""
+    started = time.monotonic()
+    stage = "read"
+    result: Result
+    try:
+        if candidate.problem:
+            raise Reject(*candidate.problem)
+        task = find(candidate.task_id)
+        if task is None:
+            raise Reject(Verdict.UNKNOWN_TASK, f"no task {candidate.task_id!r}")
+        stage = "import"
+        child = run_child(task, candidate.code, cfg.sandbox())
+        stage = "check"
+        lock = str(cfg.sandbox().lock_path) if cfg.sandbox().lock_path else None
+        with shared(lock):  # reference runs on the GPU must not overlap a timing
+            reference.judge(task, child.outputs, cfg.device)
+        result = Result.of(candidate, cfg.device, Verdict.PASSED, "all cases match", "done")
+        if cfg.timed:
+            stage = "perf"
+            result.cases, result.speedup = perf.speedups(task, child.timings, lock)
+            result.detail = f"all cases match; {result.speedup:.3g}x vs eager"
+        result.task_version = task.version
+    except Reject as r:
+        stage = refine_stage(stage, r)
+        result = Result.of(candidate, cfg.device, r.verdict, r.detail, stage)
+    except Exception as exc:  # noqa: BLE001 - kbx's own fault, never blamed on the candidate
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        detail = f"{type(exc).__name__}: {exc} ({Path(where.filename).name}:{where.lineno})"
+        result = Result.of(candidate, cfg.device, Verdict.HARNESS_ERROR, detail, stage)
+    result.fingerprint = fingerprint(cfg.device)
+    result.duration_s = round(time.monotonic() - started, 3)
+    return result
+
+
+def refine_stage(stage: str, r: Reject) -> str:
+    """Failures inside the child are import-time or run-time: tell them apart for analysis."""
+    if stage != "import":
+        return stage
+    early = (Verdict.IMPORT_FAILED, Verdict.NO_ENTRY, Verdict.HARNESS_ERROR)
+    return "import" if r.verdict in early else "run"

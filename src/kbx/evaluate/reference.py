@@ -1,0 +1,102 @@
+"""Trusted side: reference outputs and the verdict on a candidate's outputs (parent process only).
+
+This module never imports candidate code.  Reference outputs are computed once per task and
+device and cached for the life of the run.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import torch
+
+from kbx.evaluate.compare import compare
+from kbx.evaluate.runner import clone, to_cpu
+from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.verdict import Reject, Verdict
+
+_cache: dict[tuple[str, str, str, int], Any] = {}
+_lock = threading.Lock()
+
+EXACT = Tolerance(rtol=0.0, atol=0.0)
+
+
+def expected(task: Task, kind: str, index: int, device: str) -> tuple[Inputs, Any]:
+    """Inputs and reference output (on the CPU) of one case."""
+    case: Case = (task.cases if kind == "cases" else task.bench)[index]
+    inputs = task.make_inputs(case, device)
+    key = (task.id, device, kind, index)
+    with _lock:
+        if key not in _cache:
+            _cache[key] = run_reference(task, inputs, case.seed, device)
+        return inputs, _cache[key]
+
+
+def run_reference(task: Task, inputs: Inputs, seed: int, device: str) -> Any:
+    args, kwargs = clone(inputs.args), clone(dict(inputs.kwargs))
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        out = task.reference(*args, **kwargs)
+    if task.inplace:
+        out = (out, tuple(args[i] for i in task.inplace))
+    return to_cpu(out)
+
+
+def judge(task: Task, outputs: dict[str, list[Any]], device: str) -> None:
+    """Raise ``Reject`` unless every case's outputs are acceptable."""
+    for kind in ("cases", "bench"):
+        for index, runs in enumerate(outputs.get(kind, [])):
+            case = (task.cases if kind == "cases" else task.bench)[index]
+            where = f"{kind} {index} ({case.label()})"
+            try:
+                judge_case(task, kind, index, runs, device)
+            except Reject as r:
+                raise Reject(r.verdict, f"{where}: {r.detail}") from None
+
+
+def judge_case(task: Task, kind: str, index: int, runs: list[Any], device: str) -> None:
+    inputs, want = expected(task, kind, index, device)
+    got = runs[0]
+    if not task.random:
+        if task.check is not None:
+            compare_structure(got, want)
+            reason = task.check(inputs, got)
+            if reason:
+                raise Reject(Verdict.MISMATCH, reason)
+            return
+        compare(got, want, task.tolerance)
+        return
+    compare_structure(got, want)
+    try:
+        compare(runs[1], got, EXACT)
+    except Reject:
+        raise Reject(
+            Verdict.MISMATCH,
+            "two calls with the same torch seed gave different "
+            "outputs: derive the kernel's seed from torch's generator",
+        ) from None
+    if outputs_equal(runs[2], got):
+        raise Reject(Verdict.MISMATCH, "the output does not change with torch's seed")
+    assert task.check is not None
+    reason = task.check(inputs, got)
+    if reason:
+        raise Reject(Verdict.MISMATCH, reason)
+
+
+def compare_structure(got: Any, want: Any) -> None:
+    """Shapes and dtypes must match even where values are judged by a property checker."""
+    loose = Tolerance(rtol=float("inf"), atol=float("inf"))
+    try:
+        compare(got, want, loose)
+    except Reject as r:
+        if r.verdict != Verdict.MISMATCH:  # NaN/Inf placement is the checker's business
+            raise
+
+
+def outputs_equal(a: Any, b: Any) -> bool:
+    try:
+        compare(a, b, EXACT)
+    except Reject:
+        return False
+    return True

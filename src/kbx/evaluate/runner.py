@@ -1,0 +1,237 @@
+"""Child-side stages: import the candidate, call it on every case, time the benchmark cases.
+
+Used by ``child.py`` inside the sandbox.  Failures of the candidate become ``CandidateFailure``
+with a verdict and a one-line detail that names the candidate's file and line.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import importlib.util
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, TextIO
+
+import torch
+
+from kbx.task import Case, Inputs, Task
+from kbx.verdict import Verdict
+
+ENTRY_FALLBACK = "kernel_function"  # KernelBench-X's generic entry name
+CANDIDATE_PATH = "candidate.py"  # in the child's working folder
+
+
+class Sender(Protocol):
+    def send(self, event: str, **fields: Any) -> None: ...
+
+
+class CandidateFailure(Exception):
+    def __init__(self, verdict: Verdict, detail: str) -> None:
+        super().__init__(detail)
+        self.verdict, self.detail = verdict, detail
+
+
+@dataclass
+class Plan:
+    """Inputs of every case, built before the candidate is imported."""
+
+    device: str
+    cases: list[tuple[Case, Inputs]]
+    bench: list[tuple[Case, Inputs]]
+
+    @classmethod
+    def build(cls, task: Task, device: str, perf: bool) -> Plan:
+        cases = [(c, task.make_inputs(c, device)) for c in task.cases]
+        bench = [(c, task.make_inputs(c, device)) for c in task.bench] if perf else []
+        return cls(device, cases, bench)
+
+
+class LaunchCounter:
+    def __init__(self) -> None:
+        self.launches = 0
+
+
+def install_launch_counter(interpreted: bool) -> LaunchCounter:
+    """Count every Triton kernel launch (compiled or interpreted) from here on."""
+    from triton.runtime.jit import JITFunction
+
+    counter = LaunchCounter()
+    classes: list[Any] = [JITFunction]
+    if interpreted:
+        from triton.runtime.interpreter import InterpretedFunction
+
+        from kbx.evaluate import cpu_backend
+
+        cpu_backend.apply()
+        classes.append(InterpretedFunction)
+    for cls in classes:
+        original = cls.run
+
+        def run(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            if not kwargs.get("warmup", False):
+                counter.launches += 1
+            return _original(self, *args, **kwargs)
+
+        cls.run = run
+    return counter
+
+
+def import_entry(task: Task, path: Path) -> Callable[..., Any]:
+    spec = importlib.util.spec_from_file_location("kbx_candidate", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as exc:  # noqa: BLE001 - SystemExit at import is the candidate's fault
+        raise CandidateFailure(Verdict.IMPORT_FAILED, explain(exc, path)) from None
+    for name in (*task.entry_names(), ENTRY_FALLBACK):
+        fn = getattr(module, name, None)
+        if callable(fn):
+            return fn  # type: ignore[no-any-return]
+    names = " or ".join(repr(n) for n in (*task.entry_names(), ENTRY_FALLBACK))
+    raise CandidateFailure(Verdict.NO_ENTRY, f"the code defines no function named {names}")
+
+
+def clone(x: Any) -> Any:
+    if isinstance(x, torch.Tensor):
+        return x.clone()
+    if isinstance(x, tuple | list):
+        return type(x)(clone(v) for v in x)
+    return x
+
+
+def to_cpu(x: Any) -> Any:
+    """Outputs as plain CPU tensors and scalars: anything else is reported by its type name."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().as_subclass(torch.Tensor).cpu().clone()
+    if isinstance(x, tuple | list):
+        return tuple(to_cpu(v) for v in x)
+    if x is None or isinstance(x, bool | int | float | complex | str):
+        return x
+    return f"<object of type {type(x).__name__}>"
+
+
+def call(task: Task, entry: Callable[..., Any], inputs: Inputs, seed: int, device: str) -> Any:
+    """One call on fresh copies of the inputs, seeded; returns outputs on the CPU."""
+    args, kwargs = clone(inputs.args), clone(dict(inputs.kwargs))
+    torch.manual_seed(seed)
+    try:
+        out = entry(*args, **kwargs)
+        if device == "cuda":
+            torch.cuda.synchronize()
+    except BaseException as exc:  # noqa: BLE001 - anything the candidate raises is its verdict
+        raise CandidateFailure(classify(exc), explain(exc, Path(CANDIDATE_PATH))) from None
+    if task.inplace:
+        out = (out, tuple(args[i] for i in task.inplace))
+    return to_cpu(out)
+
+
+def run_cases(
+    task: Task,
+    plan: Plan,
+    entry: Callable[..., Any],
+    counter: LaunchCounter,
+    channel: Sender,
+    lock: str | None = None,
+) -> dict[str, list[Any]]:
+    with shared(lock):
+        return run_all_cases(task, plan, entry, counter, channel)
+
+
+def run_all_cases(
+    task: Task, plan: Plan, entry: Callable[..., Any], counter: LaunchCounter, channel: Sender
+) -> dict[str, list[Any]]:
+    results: dict[str, list[Any]] = {"cases": [], "bench": []}
+    for kind, items in (("cases", plan.cases), ("bench", plan.bench)):
+        for i, (case, inputs) in enumerate(items):
+            channel.send("case", kind=kind, index=i)
+            before = counter.launches
+            seeds = (case.seed, case.seed, case.seed + 7919) if task.random else (case.seed,)
+            outs = [call(task, entry, inputs, s, plan.device) for s in seeds]
+            if counter.launches == before:
+                raise CandidateFailure(
+                    Verdict.NO_TRITON, f"{kind} {i} ({case.label()}): no Triton kernel was launched"
+                )
+            results[kind].append(outs)
+    return results
+
+
+def time_bench(
+    task: Task, plan: Plan, entry: Callable[..., Any], channel: Sender, lock: str | None
+) -> list[dict[str, float]]:
+    from kbx.evaluate.timing import time_call
+
+    timings = []
+    for i, (_, inputs) in enumerate(plan.bench):
+        channel.send("timing", index=i)
+        args, kwargs = clone(inputs.args), clone(dict(inputs.kwargs))
+
+        def timed(a: Any = args, k: Any = kwargs) -> Any:
+            return entry(*a, **k)
+
+        with exclusive(lock):
+            try:
+                t = time_call(timed)
+            except BaseException as exc:  # noqa: BLE001
+                raise CandidateFailure(classify(exc), explain(exc, Path(CANDIDATE_PATH))) from None
+        timings.append({"median_ms": t.median_ms, "min_ms": t.min_ms, "reps": t.reps})
+    return timings
+
+
+class exclusive:
+    """The per-GPU lock (a file lock): held exclusively while timing, shared while running cases.
+
+    Timing then has the GPU to itself: no other child's correctness run and no reference run of
+    the parent overlaps it.
+    """
+
+    mode = fcntl.LOCK_EX
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.fd: TextIO | None = None
+
+    def __enter__(self) -> None:
+        if self.path:
+            self.fd = open(self.path, "a")  # noqa: SIM115
+            fcntl.flock(self.fd, self.mode)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            self.fd.close()
+
+
+class shared(exclusive):
+    mode = fcntl.LOCK_SH
+
+
+def classify(exc: BaseException) -> Verdict:
+    text = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, MemoryError | torch.OutOfMemoryError) or any(
+        m in text for m in ("out of memory", "can't allocate memory")
+    ):
+        return Verdict.OUT_OF_MEMORY
+    if "illegal memory access" in text or "CUDA error" in text or "device-side assert" in text:
+        return Verdict.CRASHED  # the CUDA context is poisoned: nothing after this is trustworthy
+    names = {c.__name__ for c in type(exc).__mro__}
+    # On the CPU an error inside an interpreted kernel body (InterpreterError) is what the GPU
+    # compiler would have rejected: both are compile_failed.
+    if names & {"CompilationError", "CompileTimeAssertionFailure", "InterpreterError"}:
+        return Verdict.COMPILE_FAILED
+    return Verdict.RUNTIME_ERROR
+
+
+def explain(exc: BaseException, path: Path) -> str:
+    """``Type: message (candidate.py line N)`` with the innermost line of the candidate's file."""
+    message = " ".join(str(exc).split())[:400]
+    line = None
+    if isinstance(exc, SyntaxError) and exc.filename and Path(exc.filename).name == path.name:
+        line = exc.lineno
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if Path(frame.filename).name == path.name:
+            line = frame.lineno
+    where = f" ({path.name} line {line})" if line else ""
+    return f"{type(exc).__name__}: {message}{where}"

@@ -1,0 +1,236 @@
+"""Run one candidate in a child process: scrubbed environment, own folder, per-stage timeouts.
+
+The child (``child.py``) reports progress on a pipe.  The parent enforces a deadline for each
+stage and turns every way the child can end (signal, abort, hang, early exit) into a verdict for
+this candidate alone.  Only this module and the CLI read environment variables.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import kbx
+from kbx.task import Task
+from kbx.verdict import Reject, Verdict
+
+ENV_KEEP = (
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "LD_LIBRARY_PATH",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_DRIVER_CAPABILITIES",
+    "TRITON_PTXAS_PATH",
+    "TRITON_LIBCUDA_PATH",
+)
+MAX_FILE_BYTES = 16 << 30
+
+
+@dataclass(frozen=True)
+class Limits:
+    setup_s: float = 180.0  # kbx's own start-up in the child: torch, inputs
+    import_s: float = 60.0
+    case_s: float = 120.0  # one correctness case (first calls include compile and autotune)
+    timing_s: float = 120.0  # one benchmark case's timing
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    device: str
+    perf: bool
+    limits: Limits = Limits()
+    cache_dir: Path | None = None  # Triton kernel cache shared by the run's children
+    lock_path: Path | None = None  # per-GPU timing lock
+    threads: int = 1
+
+
+@dataclass
+class ChildRun:
+    outputs: dict[str, list[Any]] = field(default_factory=dict)
+    timings: list[dict[str, float]] = field(default_factory=list)
+
+
+def run_child(task: Task, code: str, cfg: SandboxConfig) -> ChildRun:
+    workdir = Path(tempfile.mkdtemp(prefix="kbx-", dir=scratch_root()))
+    try:
+        return Child(task, code, cfg, workdir).run()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def scratch_root() -> str | None:
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+
+
+def child_env(workdir: Path, cfg: SandboxConfig) -> dict[str, str]:
+    env = {k: os.environ[k] for k in ENV_KEEP if k in os.environ}
+    env.update(
+        HOME=str(workdir),
+        TMPDIR=str(workdir),
+        PYTHONDONTWRITEBYTECODE="1",
+        PYTHONPATH=str(Path(kbx.__file__).resolve().parent.parent),
+        OMP_NUM_THREADS=str(cfg.threads),
+        MKL_NUM_THREADS=str(cfg.threads),
+        TRITON_CACHE_DIR=str(cfg.cache_dir or workdir / "triton-cache"),
+    )
+    return env
+
+
+def limit_resources() -> None:  # runs in the child between fork and exec
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # an abort must not leave a core file
+    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
+
+
+class Child:
+    def __init__(self, task: Task, code: str, cfg: SandboxConfig, workdir: Path) -> None:
+        self.task, self.cfg, self.workdir = task, cfg, workdir
+        (workdir / "candidate.py").write_text(code)
+        self.buffer = b""
+        self.stage = "setup"
+
+    def run(self) -> ChildRun:
+        read_fd, write_fd = os.pipe()
+        job = {
+            "task_id": self.task.id,
+            "device": self.cfg.device,
+            "perf": self.cfg.perf,
+            "msg_fd": write_fd,
+            "lock": str(self.cfg.lock_path) if self.cfg.lock_path else None,
+        }
+        (self.workdir / "job.json").write_text(json.dumps(job))
+        with (
+            open(self.workdir / "stdout.txt", "wb") as out,
+            open(self.workdir / "stderr.txt", "wb") as err,
+        ):
+            self.proc = subprocess.Popen(
+                [sys.executable, "-X", "faulthandler", "-m", "kbx.evaluate.child", "job.json"],
+                cwd=self.workdir,
+                env=child_env(self.workdir, self.cfg),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                pass_fds=(write_fd,),
+                start_new_session=True,
+                preexec_fn=limit_resources,
+            )
+        os.close(write_fd)
+        try:
+            return self.follow(read_fd)
+        finally:
+            os.close(read_fd)
+            self.kill()
+
+    def follow(self, fd: int) -> ChildRun:
+        limits = self.cfg.limits
+        timeout_s = limits.setup_s
+        while True:
+            msg = self.next_message(fd, timeout_s)
+            if msg is None:
+                raise self.died()
+            event = msg.get("event")
+            if event == "ready":
+                self.stage, timeout_s = "import", limits.import_s
+            elif event in ("imported", "case"):
+                self.stage = f"{msg.get('kind', 'cases')} {msg.get('index', 0)}"
+                timeout_s = limits.case_s
+            elif event == "timing":
+                self.stage, timeout_s = f"timing of bench {msg.get('index')}", limits.timing_s
+            elif event == "reject":
+                raise Reject(Verdict(msg["verdict"]), str(msg["detail"]))
+            elif event == "harness_error":
+                raise Reject(Verdict.HARNESS_ERROR, str(msg.get("detail")))
+            elif event == "done":
+                return self.collect(msg)
+
+    def next_message(self, fd: int, timeout_s: float) -> dict[str, Any] | None:
+        end = time.monotonic() + timeout_s
+        while b"\n" not in self.buffer:
+            left = end - time.monotonic()
+            if left <= 0:
+                self.kill()
+                what = "setting up" if self.stage == "setup" else self.stage
+                verdict = Verdict.HARNESS_ERROR if self.stage == "setup" else Verdict.TIMEOUT
+                raise Reject(verdict, f"no progress for {timeout_s:.0f} s during {what}")
+            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+            if ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    return None
+                self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            msg = {}
+        return msg if isinstance(msg, dict) else {}
+
+    def died(self) -> Reject:
+        try:
+            code = self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self.proc.wait()
+        tail = self.stderr_tail()
+        if self.stage == "setup":
+            return Reject(Verdict.HARNESS_ERROR, f"child failed to start (exit {code}): {tail}")
+        if code < 0:
+            name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
+            return Reject(
+                Verdict.CRASHED,
+                f"process killed by {name} during {self.stage}" + (f": {tail}" if tail else ""),
+            )
+        return Reject(
+            Verdict.CRASHED,
+            f"process exited with code {code} during {self.stage} "
+            "before reporting" + (f": {tail}" if tail else ""),
+        )
+
+    def collect(self, msg: dict[str, Any]) -> ChildRun:
+        path = self.workdir / "outputs.pt"
+        try:
+            outputs = torch.load(path, weights_only=True)  # tensors only: no code runs here
+        except Exception as exc:  # noqa: BLE001 - a corrupt file is the candidate's doing
+            raise Reject(Verdict.CRASHED, f"unreadable outputs: {type(exc).__name__}") from None
+        if not isinstance(outputs, dict):
+            raise Reject(Verdict.CRASHED, "outputs file has the wrong structure")
+        timings = msg.get("timings") or []
+        return ChildRun(outputs=outputs, timings=timings if isinstance(timings, list) else [])
+
+    def stderr_tail(self) -> str:
+        """The fault handler's headline and the candidate's innermost line, else the last lines."""
+        try:
+            text = (self.workdir / "stderr.txt").read_text(errors="replace")
+        except OSError:
+            return ""
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        fatal = [ln for ln in lines if ln.startswith("Fatal Python error")]
+        ours = [ln for ln in lines if "candidate.py" in ln]
+        if fatal:
+            where = ours[0].replace('File "', "").replace('"', "") if ours else ""
+            where = where.replace(f"{self.workdir}/", "")
+            return f"{fatal[0]}" + (f" ({where})" if where else "")
+        return " | ".join(lines[-3:])[-400:]
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()

@@ -1,0 +1,75 @@
+"""Result records: one per candidate, schema-versioned, units in field names."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kbx.candidate import Candidate
+from kbx.verdict import Verdict
+
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class CaseTiming:
+    index: int
+    label: str
+    kernel_ms: float
+    eager_ms: float
+    reps: int
+
+    @property
+    def speedup(self) -> float:
+        return self.eager_ms / self.kernel_ms if self.kernel_ms > 0 else math.inf
+
+
+@dataclass
+class Result:
+    task_id: str
+    verdict: Verdict
+    detail: str
+    source: str
+    candidate_sha256: str
+    device: str
+    stage: str  # where the evaluation ended: read | import | run | check | perf | done
+    speedup: float | None = None  # geometric mean over benchmark cases, vs PyTorch eager
+    cases: list[CaseTiming] = field(default_factory=list)
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+    task_version: int | None = None
+    meta: dict[str, Any] = field(default_factory=dict)  # method, model, round, sample
+    duration_s: float = 0.0
+    schema_version: int = SCHEMA_VERSION
+
+    @classmethod
+    def of(
+        cls, candidate: Candidate, device: str, verdict: Verdict, detail: str, stage: str
+    ) -> Result:
+        return cls(
+            task_id=candidate.task_id,
+            verdict=verdict,
+            detail=detail,
+            source=candidate.source,
+            candidate_sha256=candidate.sha256,
+            device=device,
+            stage=stage,
+            meta=dict(candidate.meta),
+        )
+
+    def record(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["verdict"] = str(self.verdict)
+        out["cases"] = [dict(asdict(c), speedup=c.speedup) for c in self.cases]
+        for key in ("method", "model", "round", "sample"):
+            out[key] = self.meta.get(key)
+        order = ("read", "import", "run", "check", "perf", "done")
+        reached = order.index(self.stage)
+        out["imported"] = reached >= order.index("run")  # stage-wise outcome for analysis
+        out["ran"] = reached >= order.index("check")
+        out["correct"] = reached >= order.index("perf")
+        return out
+
+
+def geometric_mean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))

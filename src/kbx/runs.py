@@ -1,0 +1,86 @@
+"""A whole evaluation run: read the source, skip what the store has, evaluate the rest in parallel.
+
+``Scheduler`` is the one seam for where jobs execute (threads driving sandboxed children here; a
+multi-GPU or Ray backend later): it takes candidates and yields results as they finish.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kbx.candidate import Candidate, read_source
+from kbx.evaluate.pipeline import EvalConfig, evaluate
+from kbx.result import Result
+from kbx.store import Store, export
+from kbx.suite import select
+
+
+class Scheduler:
+    def __init__(self, cfg: EvalConfig, jobs: int) -> None:
+        self.cfg, self.jobs = cfg, max(1, jobs)
+
+    def run(self, candidates: Iterable[Candidate]) -> Iterator[tuple[Candidate, Result]]:
+        with ThreadPoolExecutor(max_workers=self.jobs) as pool:
+            pending: dict[Future[Result], Candidate] = {}
+            for cand in candidates:
+                pending[pool.submit(evaluate, cand, self.cfg)] = cand
+                if len(pending) >= 2 * self.jobs:
+                    yield from self.drain(pending, FIRST_COMPLETED)
+            while pending:
+                yield from self.drain(pending, FIRST_COMPLETED)
+
+    @staticmethod
+    def drain(
+        pending: dict[Future[Result], Candidate], how: str
+    ) -> Iterator[tuple[Candidate, Result]]:
+        done, _ = wait(list(pending), return_when=how)
+        for fut in done:
+            yield pending.pop(fut), fut.result()
+
+
+@dataclass
+class RunPlan:
+    candidates: list[Candidate]
+    todo: list[Candidate]
+    suite_size: int
+
+
+def plan_run(source: Path, store: Store, pattern: str | None) -> RunPlan:
+    candidates = [c for c in read_source(source) if keep(c, pattern)]
+    done = store.keys()
+    todo = [c for c in candidates if c.key not in done]
+    return RunPlan(candidates, todo, len(select(pattern)))
+
+
+def keep(candidate: Candidate, pattern: str | None) -> bool:
+    if pattern is None or candidate.problem:
+        return True
+    return any(t.id == candidate.task_id for t in select(pattern))
+
+
+def run_eval(
+    source: Path,
+    out_dir: Path,
+    cfg: EvalConfig,
+    jobs: int,
+    pattern: str | None = None,
+    on_start: Callable[[RunPlan], None] | None = None,
+    on_result: Callable[[Result], None] | None = None,
+) -> dict[str, Any]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    store = Store(out_dir / "kbx.sqlite")
+    try:
+        plan = plan_run(source, store, pattern)
+        if on_start:
+            on_start(plan)
+        for cand, result in Scheduler(cfg, jobs).run(plan.todo):
+            store.put(cand.key, dict(result.record(), key=cand.key))
+            if on_result:
+                on_result(result)
+        return export(store, out_dir, plan.suite_size, {c.key for c in plan.candidates})
+    finally:
+        store.close()

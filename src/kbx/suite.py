@@ -1,0 +1,55 @@
+"""The suite: each ``tasks/<Category>/<name>.py`` defines one ``TASK``; id = Category/name."""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import importlib.util
+from functools import cache
+from pathlib import Path
+
+from kbx.task import Task
+
+TASKS_DIR = Path(__file__).parent / "tasks"
+
+
+def load_task_file(path: Path) -> Task:
+    category, name = path.parent.name, path.stem
+    spec = importlib.util.spec_from_file_location(f"kbx.tasks.{category}.{name}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load task file {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    task = getattr(module, "TASK", None)
+    if not isinstance(task, Task):
+        raise TypeError(f"{path}: must define TASK = Task(...)")
+    return dataclasses.replace(task, id=f"{category}/{name}", category=category, name=name)
+
+
+@cache
+def load_suite() -> dict[str, Task]:
+    """All tasks by id, sorted by id."""
+    tasks = [load_task_file(p) for p in sorted(TASKS_DIR.glob("*/*.py")) if p.stem != "__init__"]
+    return {t.id: t for t in tasks}
+
+
+def select(pattern: str | None = None, category: str | None = None) -> list[Task]:
+    """Tasks whose id matches the glob ``pattern`` (e.g. ``Math/*``) and ``category``."""
+    out = []
+    for task in load_suite().values():
+        if pattern and not fnmatch.fnmatchcase(task.id, pattern):
+            continue
+        if category and task.category != category:
+            continue
+        out.append(task)
+    return out
+
+
+def find(task_id: str) -> Task | None:
+    """A task by id; ``name`` alone or ``name.py`` also resolve when unambiguous."""
+    suite = load_suite()
+    key = task_id.removesuffix(".py")
+    if key in suite:
+        return suite[key]
+    matches = [t for t in suite.values() if t.name == key]
+    return matches[0] if len(matches) == 1 else None

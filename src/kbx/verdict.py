@@ -1,0 +1,37 @@
+"""Every way a candidate's evaluation can end, and the exception a stage raises to end it."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Verdict(StrEnum):
+    PASSED = "passed"
+    # input problems, found before anything runs
+    UNREADABLE = "unreadable"  # file or JSONL line that cannot be read or decoded
+    NO_CODE = "no_code"  # empty prediction
+    UNKNOWN_TASK = "unknown_task"  # names a task the suite does not have
+    # the candidate's own failures, found in its child process
+    IMPORT_FAILED = "import_failed"  # syntax error or exception at import
+    NO_ENTRY = "no_entry"  # module has no callable with the task's entry name
+    COMPILE_FAILED = "compile_failed"  # Triton rejected a kernel
+    RUNTIME_ERROR = "runtime_error"  # the entry raised
+    TIMEOUT = "timeout"  # a stage ran past its limit
+    CRASHED = "crashed"  # the process died (signal, abort, illegal memory access)
+    OUT_OF_MEMORY = "out_of_memory"
+    NO_TRITON = "no_triton"  # a call launched no Triton kernel
+    # found by the trusted comparison
+    WRONG_SHAPE = "wrong_shape"  # also: wrong structure (tuple vs tensor, count of outputs)
+    WRONG_DTYPE = "wrong_dtype"
+    MISMATCH = "mismatch"  # values, a failed property check, or a non-deterministic random op
+    # kbx's own fault, counted apart and never blamed on the candidate
+    HARNESS_ERROR = "harness_error"
+
+
+class Reject(Exception):
+    """Raised by a stage to end a candidate's evaluation with ``verdict`` and a one-line reason."""
+
+    def __init__(self, verdict: Verdict, detail: str) -> None:
+        super().__init__(f"{verdict}: {detail}")
+        self.verdict = verdict
+        self.detail = detail

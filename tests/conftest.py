@@ -1,0 +1,43 @@
+"""Shared helpers: evaluate a source through the real pipeline (sandboxed children) and read
+its records."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbx.evaluate.pipeline import EvalConfig
+from kbx.evaluate.sandbox import Limits
+from kbx.runs import run_eval
+
+ROOT = Path(__file__).resolve().parent.parent
+BAD = ROOT / "tests" / "bad"
+REFERENCE = ROOT / "solutions" / "reference"
+SHARED = ROOT.parent / "shared" / "kernelbenchx"
+
+EvalFn = Callable[..., list[dict[str, Any]]]
+
+
+@pytest.fixture
+def run_source(tmp_path: Path) -> EvalFn:
+    """Evaluate ``source`` and return its records (one per candidate)."""
+
+    def run(
+        source: Path,
+        device: str = "cpu",
+        out: Path | None = None,
+        jobs: int = 2,
+        timeout_s: float = 60.0,
+        pattern: str | None = None,
+    ) -> list[dict[str, Any]]:
+        out = out or tmp_path / f"run-{len(list(tmp_path.iterdir()))}"
+        limits = Limits(import_s=timeout_s, case_s=timeout_s, timing_s=max(timeout_s, 120.0))
+        cfg = EvalConfig(device=device, limits=limits, run_dir=out)
+        run_eval(source, out, cfg, jobs, pattern)
+        return [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+
+    return run

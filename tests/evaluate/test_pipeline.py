@@ -1,0 +1,61 @@
+"""The evaluator's specification: every known-good passes, every known-bad gets its verdict."""
+
+import json
+import shutil
+
+import pytest
+
+from kbx.suite import load_suite
+from tests.conftest import BAD, REFERENCE
+
+BAD_FOLDERS = sorted(p.name for p in BAD.iterdir() if p.is_dir())
+
+
+def test_reference_solutions_all_pass_on_cpu(run_source):
+    records = run_source(REFERENCE, timeout_s=300)
+    failed = {r["task_id"]: r["detail"] for r in records if r["verdict"] != "passed"}
+    assert not failed
+    assert {r["task_id"] for r in records} == set(load_suite())
+    assert all(r["device"] == "cpu" and r["speedup"] is None for r in records)
+
+
+@pytest.mark.parametrize("verdict", BAD_FOLDERS)
+def test_known_bad_candidates_get_their_verdict_on_cpu(run_source, verdict):
+    records = run_source(BAD / verdict, timeout_s=15)
+    assert records
+    for r in records:
+        assert r["verdict"] == verdict, (r["source"], r["verdict"], r["detail"])
+        assert r["detail"]
+
+
+def test_monkeypatching_candidate_changes_no_other_verdict(run_source, tmp_path):
+    src = tmp_path / "mixed"
+    for prefix, path in [
+        ("a", BAD / "mismatch/Math/rsqrt.py"),
+        ("b", REFERENCE / "Math/rsqrt.py"),
+        ("c", REFERENCE / "Activation/gelu.py"),
+    ]:
+        dest = src / prefix / path.parent.name / path.name
+        dest.parent.mkdir(parents=True)
+        shutil.copy(path, dest)
+    records = {r["source"].split("/mixed/")[1]: r["verdict"] for r in run_source(src, jobs=1)}
+    assert records == {
+        "a/Math/rsqrt.py": "mismatch",
+        "b/Math/rsqrt.py": "passed",
+        "c/Activation/gelu.py": "passed",
+    }
+
+
+def test_jsonl_and_folder_give_the_same_verdicts(run_source, tmp_path):
+    folders = [BAD / "mismatch", BAD / "no_triton", BAD / "wrong_shape"]
+    files = [p for f in folders for p in sorted(f.rglob("*.py"))]
+    jsonl = tmp_path / "preds.jsonl"
+    with jsonl.open("w") as out:
+        for p in files:
+            rel = "/".join(p.parts[-2:])
+            code = f"```python\n{p.read_text()}```<|im_end|>"
+            out.write(json.dumps({"predict": code, "file": rel}) + "\n")
+    from_jsonl = [(r["task_id"], r["verdict"]) for r in run_source(jsonl)]
+    from_folders = [(r["task_id"], r["verdict"]) for f in folders for r in run_source(f)]
+    assert sorted(from_jsonl) == sorted(from_folders)
+    assert len(from_jsonl) == len(files)

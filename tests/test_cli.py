@@ -1,0 +1,40 @@
+"""The command line: tasks, show, eval and report."""
+
+import json
+
+from kbx.cli import main
+from tests.conftest import BAD
+
+
+def test_tasks_json_lists_ids_categories_entries(capsys):
+    assert main(["tasks", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows and {"id", "category", "entry", "paper"} <= set(rows[0])
+    assert any(r["id"] == "Activation/gelu" and r["entry"] == "gelu" for r in rows)
+
+
+def test_tasks_by_category(capsys):
+    assert main(["tasks", "--category", "Activation", "--json"]) == 0
+    assert {r["category"] for r in json.loads(capsys.readouterr().out)} == {"Activation"}
+
+
+def test_show_prints_the_contract(capsys):
+    assert main(["show", "Activation/gelu"]) == 0
+    out = capsys.readouterr().out
+    assert "gelu(input" in out and "precision" in out and "benchmark cases" in out
+    assert main(["show", "Nope/nope"]) == 2
+
+
+def test_eval_then_report(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert main(["eval", str(BAD / "no_triton"), "--device", "cpu", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["counts"] == {"no_triton": 1}
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 0
+    assert "no_triton" in capsys.readouterr().out
+    assert main(["report", str(tmp_path / "missing")]) == 2
+
+
+def test_eval_missing_source(tmp_path):
+    assert main(["eval", str(tmp_path / "nothing.jsonl"), "--device", "cpu"]) == 2

@@ -1,0 +1,69 @@
+"""Results store: resume keys, no duplicates, summary rates over tasks."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from kbx.store import Store, summarize
+from tests.conftest import REFERENCE, ROOT
+
+
+def record(task, verdict, speedup=None):
+    return {"task_id": task, "verdict": verdict, "speedup": speedup}
+
+
+def test_put_replaces_by_key(tmp_path):
+    store = Store(tmp_path / "s.sqlite")
+    store.put("k1", record("A/a", "mismatch"))
+    store.put("k1", record("A/a", "passed"))
+    store.put("k2", record("A/b", "passed"))
+    assert store.keys() == {"k1", "k2"}
+    assert [r["verdict"] for r in store.records()] == ["passed", "passed"]
+
+
+def test_summary_rates_are_over_tasks_and_suite():
+    recs = [record("A/a", "mismatch"), record("A/a", "passed", 2.0), record("A/b", "timeout")]
+    s = summarize(recs, suite_size=4)
+    assert s["counts"] == {"mismatch": 1, "passed": 1, "timeout": 1}
+    assert s["tasks_evaluated"] == 2 and s["pass_rate"] == 0.5
+    assert s["suite_pass_rate"] == 0.25
+    assert s["faster_than_eager"] == 1
+
+
+def test_sigkill_mid_run_then_resume_gives_one_record_each(tmp_path):
+    out = tmp_path / "run"
+    cmd = [
+        sys.executable,
+        "-m",
+        "kbx.cli",
+        "eval",
+        str(REFERENCE),
+        "--device",
+        "cpu",
+        "--out",
+        str(out),
+        "--jobs",
+        "1",
+    ]
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    db = out / "kbx.sqlite"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if db.exists() and Store(db).keys():
+            break
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done_before = len(Store(db).keys())
+    n = len(list(REFERENCE.rglob("*.py")))
+    assert 1 <= done_before < n
+    subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    records = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert len(records) == n
+    assert len({r["source"] for r in records}) == n
+    assert all(r["verdict"] == "passed" for r in records)
