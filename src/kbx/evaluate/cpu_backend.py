@@ -1,17 +1,72 @@
 """Gaps of Triton's CPU interpreter that kbx closes in the candidate's child process.
 
-Only applied when the child runs with ``TRITON_INTERPRET=1``.  Multi-config autotuning needs a GPU
-to benchmark configurations; on the CPU every configuration computes the same result, so the
-first one is kept.
+Only applied when the child runs with ``TRITON_INTERPRET=1``:
+- multi-config autotuning needs a GPU to benchmark configurations; on the CPU every configuration
+  computes the same result, so the first one is kept;
+- libdevice functions (``extern_elementwise``) are computed by ``kbx.evaluate.libdevice``.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
+
+from triton.language.core import is_builtin
+
+EXTRA = "triton.language.extra"
+
+
+class GlobalsAsAttributes:
+    """A module's globals dict seen as attributes, so the interpreter's patch scope can swap
+    (and later restore) a libdevice function imported by name."""
+
+    def __init__(self, namespace: dict[str, Any]) -> None:
+        object.__setattr__(self, "_ns", namespace)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._ns[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self._ns[name] = value
+
+    def __delattr__(self, name: str) -> None:
+        del self._ns[name]
 
 
 def apply() -> None:
-    from triton.runtime import autotuner
+    from triton.runtime import autotuner, interpreter
+
+    from kbx.evaluate.libdevice import extern_elementwise
+
+    interpreter.InterpreterBuilder.create_extern_elementwise = (  # type: ignore[method-assign]
+        lambda self, *args: extern_elementwise(*args)
+    )
+    original_patch_lang = interpreter._patch_lang
+
+    def patch_lang(fn: Any) -> Any:
+        """Also route libdevice calls to the interpreter: the CUDA module's builtins, and the
+        backend-neutral stubs of ``triton.language.extra.libdevice`` (which the GPU compiler
+        resolves to the CUDA ones), whether used as modules or imported by name."""
+        scope = original_patch_lang(fn)
+        builder = interpreter.interpreter_builder
+        cuda = importlib.import_module(f"{EXTRA}.cuda.libdevice")
+        generic = importlib.import_module(f"{EXTRA}.libdevice")
+        builtins = {n: m for n, m in vars(cuda).items() if is_builtin(m)}
+        for name, member in builtins.items():
+            interpreter._patch_attr(cuda, name, member, builder, scope)
+            if hasattr(generic, name):
+                interpreter._patch_attr(generic, name, member, builder, scope)
+        names = GlobalsAsAttributes(fn.__globals__)
+        for name, value in list(fn.__globals__.items()):
+            module = getattr(value, "__module__", None) or ""
+            if callable(value) and module.startswith(EXTRA) and value.__name__ in builtins:
+                interpreter._patch_attr(names, name, builtins[value.__name__], builder, scope)
+        return scope
+
+    interpreter._patch_lang = patch_lang
 
     original_init = autotuner.Autotuner.__init__
 
