@@ -50,7 +50,30 @@ def cmd_show(args: argparse.Namespace) -> int:
     if task is None:
         console.print(f"[red]no task {args.task!r}[/red] (see `kbx tasks`)")
         return 2
-    print(describe_task(task))
+    if args.prompt:
+        from kbx.prompt import render
+
+        print(render(task))
+    else:
+        print(describe_task(task))
+    return 0
+
+
+def cmd_prompts(args: argparse.Namespace) -> int:
+    from kbx.prompt import render
+    from kbx.suite import select
+
+    tasks = select(args.tasks)
+    with open(args.out, "w") as out:
+        for t in tasks:
+            row = {
+                "file": f"{t.id}.py",
+                "task_id": t.id,
+                "entry": t.entry,
+                "instruction": render(t),
+            }
+            out.write(json.dumps(row) + "\n")
+    console.print(f"{len(tasks)} prompts written to {args.out}")
     return 0
 
 
@@ -74,14 +97,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             limits, import_s=args.timeout_s, case_s=args.timeout_s, timing_s=args.timeout_s
         )
     cfg = EvalConfig(device=device, perf=not args.no_perf, limits=limits, run_dir=out.resolve())
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.fields[last]}"),
-        console=console,
-    ) as bar:
+    with progress_bar() as bar:
         progress = bar.add_task("evaluating", total=None, last="")
 
         def started(plan: RunPlan) -> None:
@@ -111,6 +127,61 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_validate(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from rich.table import Table
+
+    from kbx.evaluate.pipeline import EvalConfig
+    from kbx.hardware import default_device
+    from kbx.suite import select
+    from kbx.validate import TaskReport, validate
+
+    device = args.device or default_device()
+    tasks = select(args.tasks)
+    jobs = args.jobs or (4 if device == "cuda" else os.cpu_count() or 1)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="kbx-validate-") as run_dir, progress_bar() as bar:
+        progress = bar.add_task("validating", total=len(tasks), last="")
+
+        def done(r: TaskReport) -> None:
+            bar.update(progress, advance=1, last=f"{r.task_id}: {'ok' if r.ok else 'FAILED'}")
+
+        cfg = EvalConfig(device=device, run_dir=Path(run_dir))
+        reports = validate(tasks, cfg, jobs, on_done=done)
+    failed = [r for r in reports if not r.ok]
+    table = Table(
+        title=f"kbx validate on {device}: {len(tasks) - len(failed)}/{len(tasks)} tasks "
+        f"sound ({time.monotonic() - started:.0f} s)"
+    )
+    for col in ("task", "reference", "problems"):
+        table.add_column(col, overflow="fold")
+    for r in failed:
+        table.add_row(r.task_id, r.probes.get("reference", "?"), "; ".join(r.failures)[:400])
+    if failed:
+        console.print(table)
+    else:
+        console.print(f"{table.title}: all passed")
+    if args.json:
+        rows = [
+            {"task_id": r.task_id, "ok": r.ok, "probes": r.probes, "failures": r.failures}
+            for r in reports
+        ]
+        Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+    return 1 if failed else 0
+
+
+def progress_bar() -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[last]}"),
+        console=console,
+    )
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from kbx.report import print_report
 
@@ -134,6 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(fn=cmd_tasks)
     s = sub.add_parser("show", help="show one task: contract, cases, benchmark sizes")
     s.add_argument("task", help="task id, e.g. Math/rsqrt")
+    s.add_argument("--prompt", action="store_true", help="the instruction a model receives")
     s.set_defaults(fn=cmd_show)
     e = sub.add_parser("eval", help="evaluate a folder, a .py file or a KernelBench-X JSONL")
     e.add_argument("source", help="folder of <Category>/<name>.py, one .py, or a .jsonl")
@@ -154,6 +226,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     e.add_argument("--timeout-s", type=float, help="limit for import, each case and each timing")
     e.set_defaults(fn=cmd_eval)
+    pr = sub.add_parser("prompts", help="write every task's prompt to a JSONL file")
+    pr.add_argument("--out", required=True, metavar="FILE", help="JSONL: one {file, instruction}")
+    pr.add_argument("--tasks", metavar="GLOB", help="only tasks whose id matches")
+    pr.set_defaults(fn=cmd_prompts)
+    v = sub.add_parser("validate", help="self-test of the suite (exit 1 on any failure)")
+    v.add_argument("--tasks", metavar="GLOB", help="only tasks whose id matches")
+    v.add_argument("--device", choices=("cuda", "cpu"))
+    v.add_argument("--jobs", type=int, help="tasks in flight")
+    v.add_argument("--json", metavar="FILE", help="also write every task's probes to FILE")
+    v.set_defaults(fn=cmd_validate)
     r = sub.add_parser("report", help="tables by category and verdict for a run folder")
     r.add_argument("run_dir")
     r.add_argument("--brief", action="store_true", help="no table of failures")

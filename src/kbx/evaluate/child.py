@@ -48,12 +48,13 @@ def main(job_path: str) -> int:
     if task is None:
         channel.send("harness_error", detail=f"task {job['task_id']} not found in the child")
         return 0
-    plan = runner.Plan.build(task, job["device"], perf=job["perf"])
+    plan = runner.Plan.build(task, job["device"], bench=job["device"] == "cuda")
     counter = runner.install_launch_counter(interpreted=job["device"] == "cpu")
     channel.send("ready")
     try:
         entry = runner.import_entry(task, Path(CANDIDATE_FILE).resolve())
         channel.send("imported")
+        counter.required = job["require_triton"]
         results = runner.run_cases(task, plan, entry, counter, channel, job.get("lock"))
         timings = []
         if job["perf"]:

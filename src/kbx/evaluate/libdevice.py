@@ -45,40 +45,107 @@ def _mulhi(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
-    "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "asinh": np.arcsinh,
-    "acosh": np.arccosh, "atanh": np.arctanh, "exp": np.exp, "exp2": np.exp2,
-    "exp10": lambda x: np.power(10.0, x), "expm1": np.expm1, "log": np.log, "log2": np.log2,
-    "log10": np.log10, "log1p": np.log1p, "sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x),
-    "cbrt": np.cbrt, "rcbrt": lambda x: 1.0 / np.cbrt(x), "rcp": lambda x: 1.0 / x,
-    "fabs": np.abs, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint,
-    "nearbyint": np.rint, "round": _round_half_away, "signbit": lambda x: np.signbit(x),
-    "isinf": np.isinf, "isnan": np.isnan, "finite": np.isfinite, "isfinited": np.isfinite,
-    "erf": _t(torch.special.erf), "erfc": _t(torch.special.erfc),
-    "erfinv": _t(torch.special.erfinv), "erfcinv": _t(lambda x: torch.special.erfinv(1 - x)),
-    "erfcx": _t(torch.special.erfcx), "lgamma": _t(torch.lgamma),
-    "tgamma": _t(lambda x: torch.special.gamma(x) if hasattr(torch.special, "gamma")
-                 else torch.exp(torch.lgamma(x)) * torch.where(
-                     (x < 0) & (torch.floor(x) % 2 == 1), -1.0, 1.0)),
-    "j0": _t(torch.special.bessel_j0), "j1": _t(torch.special.bessel_j1),
-    "y0": _t(torch.special.bessel_y0), "y1": _t(torch.special.bessel_y1),
-    "cyl_bessel_i0": _t(torch.special.i0), "cyl_bessel_i1": _t(torch.special.i1),
-    "normcdf": _t(torch.special.ndtr), "normcdfinv": _t(torch.special.ndtri),
-    "saturate": lambda x: np.clip(x, 0.0, 1.0), "logb": lambda x: np.floor(np.log2(np.abs(x))),
+    "sin": np.sin,
+    "cos": np.cos,
+    "tan": np.tan,
+    "asin": np.arcsin,
+    "acos": np.arccos,
+    "atan": np.arctan,
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+    "tanh": np.tanh,
+    "asinh": np.arcsinh,
+    "acosh": np.arccosh,
+    "atanh": np.arctanh,
+    "exp": np.exp,
+    "exp2": np.exp2,
+    "exp10": lambda x: np.power(10.0, x),
+    "expm1": np.expm1,
+    "log": np.log,
+    "log2": np.log2,
+    "log10": np.log10,
+    "log1p": np.log1p,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1.0 / np.sqrt(x),
+    "cbrt": np.cbrt,
+    "rcbrt": lambda x: 1.0 / np.cbrt(x),
+    "rcp": lambda x: 1.0 / x,
+    "fabs": np.abs,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "trunc": np.trunc,
+    "rint": np.rint,
+    "nearbyint": np.rint,
+    "round": _round_half_away,
+    "signbit": lambda x: np.signbit(x),
+    "isinf": np.isinf,
+    "isnan": np.isnan,
+    "finite": np.isfinite,
+    "isfinited": np.isfinite,
+    "erf": _t(torch.special.erf),
+    "erfc": _t(torch.special.erfc),
+    "erfinv": _t(torch.special.erfinv),
+    "erfcinv": _t(lambda x: torch.special.erfinv(1 - x)),
+    "erfcx": _t(torch.special.erfcx),
+    "lgamma": _t(torch.lgamma),
+    "tgamma": _t(
+        lambda x: (
+            torch.special.gamma(x)
+            if hasattr(torch.special, "gamma")
+            else torch.exp(torch.lgamma(x))
+            * torch.where((x < 0) & (torch.floor(x) % 2 == 1), -1.0, 1.0)
+        )
+    ),
+    "j0": _t(torch.special.bessel_j0),
+    "j1": _t(torch.special.bessel_j1),
+    "y0": _t(torch.special.bessel_y0),
+    "y1": _t(torch.special.bessel_y1),
+    "cyl_bessel_i0": _t(torch.special.i0),
+    "cyl_bessel_i1": _t(torch.special.i1),
+    "normcdf": _t(torch.special.ndtr),
+    "normcdfinv": _t(torch.special.ndtri),
+    "saturate": lambda x: np.clip(x, 0.0, 1.0),
+    "logb": lambda x: np.floor(np.log2(np.abs(x))),
     "ilogb": lambda x: np.floor(np.log2(np.abs(x))).astype(np.int32),
-    "popc": _popc, "popcll": _popc, "clz": _clz, "clzll": _clz, "abs": np.abs, "llabs": np.abs,
+    "popc": _popc,
+    "popcll": _popc,
+    "clz": _clz,
+    "clzll": _clz,
+    "abs": np.abs,
+    "llabs": np.abs,
 }
 
 BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    "pow": np.power, "powi": lambda x, n: np.power(x, n.astype(np.float64)), "fmod": np.fmod,
-    "remainder": lambda x, y: x - y * np.rint(x / y), "atan2": np.arctan2, "hypot": np.hypot,
-    "fmin": np.fmin, "fmax": np.fmax, "fdim": lambda x, y: np.maximum(x - y, 0.0),
-    "copysign": np.copysign, "nextafter": np.nextafter, "ldexp": lambda x, n: np.ldexp(x, n),
-    "scalbn": lambda x, n: np.ldexp(x, n), "div": np.divide, "fdiv": np.divide,
-    "mul": np.multiply, "add": np.add, "sub": np.subtract, "min": np.minimum,
-    "max": np.maximum, "umin": np.minimum, "umax": np.maximum, "llmin": np.minimum,
-    "llmax": np.maximum, "ullmin": np.minimum, "ullmax": np.maximum, "mulhi": _mulhi,
-    "umulhi": _mulhi, "mul64hi": _mulhi, "umul64hi": _mulhi,
+    "pow": np.power,
+    "powi": lambda x, n: np.power(x, n.astype(np.float64)),
+    "fmod": np.fmod,
+    "remainder": lambda x, y: x - y * np.rint(x / y),
+    "atan2": np.arctan2,
+    "hypot": np.hypot,
+    "fmin": np.fmin,
+    "fmax": np.fmax,
+    "fdim": lambda x, y: np.maximum(x - y, 0.0),
+    "copysign": np.copysign,
+    "nextafter": np.nextafter,
+    "ldexp": lambda x, n: np.ldexp(x, n),
+    "scalbn": lambda x, n: np.ldexp(x, n),
+    "div": np.divide,
+    "fdiv": np.divide,
+    "mul": np.multiply,
+    "add": np.add,
+    "sub": np.subtract,
+    "min": np.minimum,
+    "max": np.maximum,
+    "umin": np.minimum,
+    "umax": np.maximum,
+    "llmin": np.minimum,
+    "llmax": np.maximum,
+    "ullmin": np.minimum,
+    "ullmax": np.maximum,
+    "mulhi": _mulhi,
+    "umulhi": _mulhi,
+    "mul64hi": _mulhi,
+    "umul64hi": _mulhi,
 }
 
 TERNARY: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]] = {
@@ -95,15 +162,21 @@ def resolve(symbol: str, n_args: int) -> Callable[..., np.ndarray]:
     for suffix in SUFFIXES:
         name = name.removesuffix(suffix)
     table = TABLES[n_args - 1] if 1 <= n_args <= 3 else {}
-    for candidate in (name, name.removesuffix("f"), name.removesuffix("d"), "f" + name,
-                      name.removeprefix("f").removesuffix("f")):
+    for candidate in (
+        name,
+        name.removesuffix("f"),
+        name.removesuffix("d"),
+        "f" + name,
+        name.removeprefix("f").removesuffix("f"),
+    ):
         if candidate in table:
             return table[candidate]  # type: ignore[no-any-return]
     raise NotImplementedError(f"libdevice function {symbol} has no CPU implementation in kbx")
 
 
-def extern_elementwise(lib_name: str, lib_path: str, symbol: str, args: list[Any],
-                       ret_type: Any, is_pure: bool) -> Any:
+def extern_elementwise(
+    lib_name: str, lib_path: str, symbol: str, args: list[Any], ret_type: Any, is_pure: bool
+) -> Any:
     """Replacement for ``InterpreterBuilder.create_extern_elementwise``."""
     from triton.runtime.interpreter import TensorHandle, _get_np_dtype
 

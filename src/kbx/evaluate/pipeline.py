@@ -24,6 +24,7 @@ class EvalConfig:
     limits: Limits = Limits()
     run_dir: Path | None = None  # holds the Triton cache and the timing lock
     threads: int = 1
+    require_triton: bool = True  # off only to validate a task's PyTorch reference as a candidate
 
     @property
     def timed(self) -> bool:
@@ -35,6 +36,7 @@ class EvalConfig:
             perf=self.timed,
             limits=self.limits,
             threads=self.threads,
+            require_triton=self.require_triton,
             cache_dir=self.run_dir / "triton-cache" if self.run_dir else None,
             lock_path=self.run_dir / "gpu.lock" if self.run_dir and self.device == "cuda" else None,
         )

@@ -42,15 +42,17 @@ class Plan:
     bench: list[tuple[Case, Inputs]]
 
     @classmethod
-    def build(cls, task: Task, device: str, perf: bool) -> Plan:
+    def build(cls, task: Task, device: str, bench: bool) -> Plan:
+        """Benchmark cases are checked too where they are affordable (on the GPU)."""
         cases = [(c, task.make_inputs(c, device)) for c in task.cases]
-        bench = [(c, task.make_inputs(c, device)) for c in task.bench] if perf else []
-        return cls(device, cases, bench)
+        large = [(c, task.make_inputs(c, device)) for c in task.bench] if bench else []
+        return cls(device, cases, large)
 
 
 class LaunchCounter:
     def __init__(self) -> None:
         self.launches = 0
+        self.required = True  # off only when kbx validates a task's own PyTorch reference
 
 
 def install_launch_counter(interpreted: bool) -> LaunchCounter:
@@ -150,7 +152,7 @@ def run_all_cases(
             before = counter.launches
             seeds = (case.seed, case.seed, case.seed + 7919) if task.random else (case.seed,)
             outs = [call(task, entry, inputs, s, plan.device) for s in seeds]
-            if counter.launches == before:
+            if counter.required and counter.launches == before:
                 raise CandidateFailure(
                     Verdict.NO_TRITON, f"{kind} {i} ({case.label()}): no Triton kernel was launched"
                 )

@@ -56,6 +56,7 @@ class Limits:
 class SandboxConfig:
     device: str
     perf: bool
+    require_triton: bool = True
     limits: Limits = Limits()
     cache_dir: Path | None = None  # Triton kernel cache shared by the run's children
     lock_path: Path | None = None  # per-GPU timing lock
@@ -113,6 +114,7 @@ class Child:
             "task_id": self.task.id,
             "device": self.cfg.device,
             "perf": self.cfg.perf,
+            "require_triton": self.cfg.require_triton,
             "msg_fd": write_fd,
             "lock": str(self.cfg.lock_path) if self.cfg.lock_path else None,
         }

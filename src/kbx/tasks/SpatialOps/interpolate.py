@@ -1,0 +1,107 @@
+"""SpatialOps/interpolate: resize NCHW images, nearest or bilinear, by size or scale factor."""
+
+import math
+
+import torch
+
+from kbx.inputs import Draw
+from kbx.task import Case, Inputs, Task, Tolerance
+
+# Signed zeros, infinities and a NaN: nearest copies them unchanged.
+SPECIALS = (0.0, -0.0, 1e30, float("inf"), float("-inf"), float("nan"))
+
+
+def reference(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    return torch.nn.functional.interpolate(
+        input, size=size, scale_factor=scale_factor, mode=mode, align_corners=align_corners
+    )
+
+
+def make_inputs(case: Case, device: str) -> Inputs:
+    x = Draw(case, device).tensor(case.shape, specials=SPECIALS)
+    return Inputs((x,), dict(case.params))
+
+
+def out_hw(c: Case) -> tuple[int, int]:
+    size, sf = c.params.get("size"), c.params.get("scale_factor")
+    if size is not None:
+        return (size, size) if isinstance(size, int) else tuple(size)
+    sf = (sf, sf) if isinstance(sf, float | int) else sf
+    return tuple(math.floor(n * s) for n, s in zip(c.shape[2:], sf, strict=True))
+
+
+def moved(c: Case) -> float:
+    n, ch, h, w = c.shape
+    oh, ow = out_hw(c)
+    return 4.0 * n * ch * (h * w + oh * ow)
+
+
+TASK = Task(
+    entry="interpolate",
+    signature="interpolate(input, size=None, scale_factor=None, mode='nearest', "
+    "align_corners=None)",
+    description=(
+        "Resize a float32 NCHW `input` over its last two dims, as torch.nn.functional.interpolate. "
+        "Exactly one of `size` (int or (H_out, W_out)) and `scale_factor` (float or a pair) is "
+        "given; with scale_factor, H_out = floor(H * s_h) and, as torch does by default "
+        "(recompute_scale_factor unset), the coordinate mapping uses 1 / s_h, not H / H_out. "
+        "Modes exercised: 'nearest' (src = min(floor(dst * scale), in - 1), with scale a float32 "
+        "value, and dst copied unchanged where in == out) and 'bilinear' with align_corners False "
+        "(half-pixel centres, src = max(scale * (dst + 0.5) - 0.5, 0)) or True "
+        "(src = dst * (in - 1) / (out - 1)); other modes may raise. Cases use non-integer scale "
+        "factors, up- and down-sampling, sizes where dst * scale lands within float32 rounding "
+        "of an integer (a float64 or exact-rational index computation picks another pixel), "
+        "and avoid outputs of exactly twice the input size with a "
+        "scale factor other than 2 (where torch's CPU and CUDA kernels disagree). Output: float32 "
+        "(N, C, H_out, W_out)."
+    ),
+    math=r"\mathrm{bilinear:}\ y = (1-\lambda_h)\left[(1-\lambda_w)x_{h_0 w_0} + "
+    r"\lambda_w x_{h_0 w_1}\right] + \lambda_h\left[(1-\lambda_w)x_{h_1 w_0} + "
+    r"\lambda_w x_{h_1 w_1}\right]",
+    precision=(
+        "float32 in and out; source coordinates and weights in float32 as torch computes them "
+        "(the index must match exactly); nearest is an exact copy. Tolerance rtol=1e-5, "
+        "atol=1e-5 (a weight rounded differently, e.g. by a fused multiply-add, moves a bilinear "
+        "result by ~1e-7 of the largest neighbour, which can reach ~80 in outlier inputs)."
+    ),
+    reference=reference,
+    make_inputs=make_inputs,
+    cases=(
+        Case((2, 3, 13, 26), seed=1, params={"size": (29, 22)}),
+        Case((1, 4, 19, 16), seed=2, dist="outlier", params={"scale_factor": 1.1}),
+        Case((2, 2, 24, 13), seed=3, dist="corner", params={"scale_factor": (0.45, 1.3)}),
+        Case(
+            (2, 3, 11, 13),
+            seed=4,
+            dist="outlier",
+            params={"size": (20, 7), "mode": "bilinear", "align_corners": False},
+        ),
+        Case(
+            (1, 5, 9, 14),
+            seed=5,
+            params={"scale_factor": (1.5, 0.7), "mode": "bilinear", "align_corners": True},
+        ),
+        Case((3, 2, 7, 9), seed=6, params={"scale_factor": 2.3, "mode": "bilinear"}),
+    ),
+    bench=(
+        Case(
+            (8, 64, 256, 256),
+            seed=11,
+            params={"size": (512, 512), "mode": "bilinear", "align_corners": False},
+        ),
+        Case((8, 64, 256, 256), seed=12, params={"scale_factor": 2.0}),
+        Case(
+            (8, 64, 512, 512),
+            seed=13,
+            params={"scale_factor": 0.6, "mode": "bilinear", "align_corners": True},
+        ),
+    ),
+    flops=lambda c: (
+        (11.0 if c.params.get("mode") == "bilinear" else 0.0)
+        * c.shape[0]
+        * c.shape[1]
+        * math.prod(out_hw(c))
+    ),
+    bytes_moved=moved,
+    tolerance=Tolerance(rtol=1e-5, atol=1e-5),
+)
