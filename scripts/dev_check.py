@@ -25,7 +25,7 @@ def main() -> int:
     task = find(sys.argv[1])
     assert task is not None, f"no task {sys.argv[1]}"
     t0 = time.time()
-    plan = runner.Plan.build(task, "cpu", perf=False)
+    plan = runner.Plan.build(task, "cpu", bench=False)
     counter = runner.install_launch_counter(interpreted=True)
     runner.CANDIDATE_PATH = sys.argv[2]
     try:

@@ -52,6 +52,7 @@ class Plan:
 class LaunchCounter:
     def __init__(self) -> None:
         self.launches = 0
+        self.depth = 0  # > 0 while inside a launch
         self.required = True  # off only when kbx validates a task's own PyTorch reference
 
 
@@ -74,7 +75,11 @@ def install_launch_counter(interpreted: bool) -> LaunchCounter:
         def run(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
             if not kwargs.get("warmup", False):
                 counter.launches += 1
-            return _original(self, *args, **kwargs)
+            counter.depth += 1
+            try:
+                return _original(self, *args, **kwargs)
+            finally:
+                counter.depth -= 1
 
         cls.run = run
     return counter

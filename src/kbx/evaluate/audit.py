@@ -1,0 +1,50 @@
+"""Audit a folder of solutions: each must launch Triton and call no torch compute in its wrapper.
+
+Run as ``TRITON_INTERPRET=1 python -m kbx.evaluate.audit solutions/reference`` (the CPU
+interpreter; each solution's first correctness case only).  Prints one JSON object per solution:
+``{"task_id", "launches", "forbidden": {name: count}, "error"}``.  Not a sandbox: only for trusted
+solution sets such as kbx's own references.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from kbx.candidate import read_source
+from kbx.evaluate import runner
+from kbx.evaluate.torchops import TorchCalls
+from kbx.suite import find
+
+
+def audit_one(path: str, task_id: str, counter: runner.LaunchCounter) -> dict[str, Any]:
+    task = find(task_id)
+    row: dict[str, Any] = {"task_id": task_id, "source": path, "launches": 0, "forbidden": {}}
+    if task is None:
+        return dict(row, error="unknown task")
+    try:
+        entry = runner.import_entry(task, Path(path).resolve())
+        case = task.cases[0]
+        inputs = task.make_inputs(case, "cpu")
+        args, kwargs = runner.clone(inputs.args), runner.clone(dict(inputs.kwargs))
+        before = counter.launches
+        with TorchCalls(lambda: counter.depth > 0) as calls:
+            entry(*args, **kwargs)
+        row["launches"] = counter.launches - before
+        row["forbidden"] = calls.forbidden()
+    except (Exception, runner.CandidateFailure) as exc:  # noqa: BLE001 - reported, not raised
+        row["error"] = f"{type(exc).__name__}: {exc}"[:300]
+    return row
+
+
+def main(folder: str) -> int:
+    counter = runner.install_launch_counter(interpreted=True)
+    for cand in read_source(Path(folder)):
+        print(json.dumps(audit_one(cand.source, cand.task_id, counter)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
