@@ -9,8 +9,14 @@ from kbx.suite import find, load_suite
 
 def test_prompt_has_the_fields_and_the_contract():
     text = render(find("Math/rsqrt"))
-    for field in ("Functional Description:", "Wrapper Entry Information:", "Contract:",
-                  "Precision:", "@triton.jit", "Checking:"):
+    for field in (
+        "Functional Description:",
+        "Wrapper Entry Information:",
+        "Contract:",
+        "Precision:",
+        "@triton.jit",
+        "Checking:",
+    ):
         assert field in text
     assert "rsqrt(" in text
 

@@ -34,8 +34,9 @@ def test_a_loose_tolerance_is_caught(monkeypatch):
 
     from kbx.task import Tolerance
 
-    loose = dataclasses.replace(find("Activation/gelu"), tolerance=Tolerance(0.05, 0.05),
-                                id="Activation/gelu_loose")
+    loose = dataclasses.replace(
+        find("Activation/gelu"), tolerance=Tolerance(0.05, 0.05), id="Activation/gelu_loose"
+    )
     report = TaskReport(loose.id)
     probe_task(loose, report)
     assert not report.ok

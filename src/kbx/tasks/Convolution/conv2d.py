@@ -1,4 +1,4 @@
-"""Convolution/conv2d: 2-D cross-correlation of NCHW float32 images (stride, padding, dilation, groups)."""
+"""Convolution/conv2d: 2-D cross-correlation of NCHW float32 images (stride, padding, groups)."""
 
 import torch
 

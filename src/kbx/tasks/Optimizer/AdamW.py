@@ -58,8 +58,9 @@ TASK = Task(
         r"\frac{\eta}{1-\beta_1^t}\,\frac{m}{\sqrt{v}/\sqrt{1-\beta_2^t} + \epsilon}"
     ),
     precision=(
-        "float32 in and out, computed in float32; the scalar bias corrections may be computed on "
-        "the host in double precision."
+        "float32 in and out, computed in float32; the scalar coefficients (1 - beta, the bias "
+        "corrections, 1 - lr*weight_decay) may be computed on the host in double precision. "
+        "Judged on all three updated tensors with rtol=3e-5, atol=1e-6."
     ),
     reference=reference,
     make_inputs=make_inputs,
@@ -84,6 +85,8 @@ TASK = Task(
     ),
     flops=lambda c: 16.0 * numel(c.shape),
     bytes_moved=lambda c: 28.0 * numel(c.shape),  # read 4 tensors, write 3, float32
-    tolerance=Tolerance(rtol=1e-5, atol=1e-6),
+    # rtol 3e-5, not 1e-5: forming 1 - beta2 in float32 (1 - 0.99900001) is 1.3e-5 off the
+    # reference's double 1 - 0.999, a legitimate float32 choice that shows in exp_avg_sq
+    tolerance=Tolerance(rtol=3e-5, atol=1e-6),
     inplace=(0, 2, 3),
 )
