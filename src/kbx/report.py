@@ -21,6 +21,7 @@ def load_records(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def category_table(records: list[dict[str, Any]], title: str = "") -> Table:
+    """One row per category: candidates, passed, pass rate, speedup, and the other verdicts."""
     by_cat: dict[str, Counter[str]] = defaultdict(Counter)
     speed: dict[str, list[float]] = defaultdict(list)
     for r in records:
@@ -28,30 +29,32 @@ def category_table(records: list[dict[str, Any]], title: str = "") -> Table:
         by_cat[cat][r["verdict"]] += 1
         if r["verdict"] == "passed" and r.get("speedup"):
             speed[cat].append(r["speedup"])
-    verdicts = sorted({v for c in by_cat.values() for v in c}, key=lambda v: (v != "passed", v))
     table = Table(title=title or None)
-    table.add_column("category")
-    for v in verdicts:
-        table.add_column(v, justify="right")
-    table.add_column("pass %", justify="right")
-    table.add_column("speedup (geo)", justify="right")
+    for col, justify in (
+        ("category", "left"),
+        ("candidates", "right"),
+        ("passed", "right"),
+        ("pass %", "right"),
+        ("speedup (geo)", "right"),
+        ("other verdicts", "left"),
+    ):
+        table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
     total: Counter[str] = Counter()
     for cat in sorted(by_cat):
-        counts = by_cat[cat]
-        total.update(counts)
-        table.add_row(cat, *row_cells(counts, verdicts), speed_cell(speed[cat]))
-    table.add_row(
-        "all",
-        *row_cells(total, verdicts),
-        speed_cell([s for v in speed.values() for s in v]),
-        style="bold",
-    )
+        total.update(by_cat[cat])
+        table.add_row(cat, *row_cells(by_cat[cat]), speed_cell(speed[cat]), others(by_cat[cat]))
+    everything = [s for v in speed.values() for s in v]
+    table.add_row("all", *row_cells(total), speed_cell(everything), others(total), style="bold")
     return table
 
 
-def row_cells(counts: Counter[str], verdicts: list[str]) -> list[str]:
+def row_cells(counts: Counter[str]) -> list[str]:
     n = sum(counts.values())
-    return [str(counts[v] or "") for v in verdicts] + [f"{100 * counts['passed'] / n:.0f}"]
+    return [str(n), str(counts["passed"]), f"{100 * counts['passed'] / n:.0f}"]
+
+
+def others(counts: Counter[str]) -> str:
+    return ", ".join(f"{v} {n}" for v, n in sorted(counts.items()) if v != "passed")
 
 
 def speed_cell(values: list[float]) -> str:
@@ -60,10 +63,10 @@ def speed_cell(values: list[float]) -> str:
 
 def failures_table(records: list[dict[str, Any]], limit: int = 50) -> Table:
     table = Table(title="candidates that did not pass")
-    for col in ("task", "verdict", "detail"):
+    for col in ("task / source", "verdict", "detail"):
         table.add_column(col, overflow="fold")
     for r in [r for r in records if r["verdict"] != "passed"][:limit]:
-        table.add_row(r["task_id"], r["verdict"], r["detail"][:200])
+        table.add_row(f"{r['task_id']}\n{r['source']}", r["verdict"], r["detail"][:200])
     return table
 
 

@@ -234,9 +234,9 @@ def classify(exc: BaseException) -> Verdict:
 def explain(exc: BaseException, path: Path) -> str:
     """``Type: message (candidate.py line N)`` with the innermost line of the candidate's file."""
     message = " ".join(str(exc).split())[:400]
+    if isinstance(exc, SyntaxError):  # its message already names the file and line
+        return f"{type(exc).__name__}: {message}"
     line = None
-    if isinstance(exc, SyntaxError) and exc.filename and Path(exc.filename).name == path.name:
-        line = exc.lineno
     for frame in traceback.extract_tb(exc.__traceback__):
         if Path(frame.filename).name == path.name:
             line = frame.lineno
