@@ -9,9 +9,17 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from kbx import __version__
 
@@ -90,7 +98,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if not source.exists():
         console.print(f"[red]{source}: no such file or folder[/red]")
         return 2
-    jobs = args.jobs or (4 if device == "cuda" else os.cpu_count() or 1)
+    jobs = args.jobs or default_jobs(device)
     limits = Limits()
     if args.timeout_s:
         limits = replace(
@@ -139,7 +147,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     device = args.device or default_device()
     tasks = select(args.tasks)
-    jobs = args.jobs or (4 if device == "cuda" else os.cpu_count() or 1)
+    jobs = args.jobs or default_jobs(device)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kbx-validate-") as run_dir, progress_bar() as bar:
         progress = bar.add_task("validating", total=len(tasks), last="")
@@ -171,15 +179,36 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+class LogProgress(Progress):
+    """A rich progress bar on a terminal; one plain line per finished item in logs and pipes."""
+
+    def update(self, task_id: TaskID, **fields: Any) -> None:  # type: ignore[override]
+        super().update(task_id, **fields)
+        if not console.is_terminal and fields.get("advance"):
+            t = self.tasks[task_id]
+            print(
+                f"[{int(t.completed)}/{int(t.total or 0)} {t.elapsed or 0:.0f}s] "
+                f"{fields.get('last', '')}",
+                flush=True,
+            )
+
+
 def progress_bar() -> Progress:
-    return Progress(
+    return LogProgress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         TextColumn("{task.fields[last]}"),
         console=console,
+        disable=not console.is_terminal,
     )
+
+
+def default_jobs(device: str) -> int:
+    """Children in flight: the cores on the CPU; on a GPU enough to hide start-up and compile."""
+    cores = os.cpu_count() or 1
+    return cores if device == "cpu" else max(2, min(8, cores // 2))
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -1,19 +1,23 @@
 """Seeded input generation shared by the trusted evaluator and the candidate's child process.
 
-Inputs are drawn on the CPU from a generator seeded by the case, then moved to the device, so the
-parent and the child build bit-identical tensors without exchanging them, and a CPU run and a GPU
-run see the same numbers.  Nothing the candidate imports can shift these draws.
+Inputs are drawn from generators seeded by the case, so the parent and the child build
+bit-identical tensors without exchanging them.  Tensors of up to ``DEVICE_DRAW_NUMEL`` elements are
+drawn on the CPU in float64 and moved, so a CPU run and a GPU run see the same numbers; larger ones
+(benchmark sizes) are drawn directly on a CUDA device in float32, since drawing a gigabyte on the
+CPU costs seconds per case.  Nothing the candidate imports can shift these draws.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
 from kbx.task import Case
 
 DEFAULT_SPECIALS = (0.0, -0.0, 1e4, -1e4, 1e-30)
+DEVICE_DRAW_NUMEL = 1 << 22
 
 
 class Draw:
@@ -22,7 +26,16 @@ class Draw:
     def __init__(self, case: Case, device: str) -> None:
         self.case = case
         self.device = device
-        self.gen = torch.Generator().manual_seed(case.seed)
+        self.cpu_gen = torch.Generator().manual_seed(case.seed)
+        self.dev_gen: torch.Generator | None = None
+
+    def source(self, shape: Sequence[int]) -> tuple[torch.Generator, str, torch.dtype]:
+        """Where to draw: the CPU in float64, or the CUDA device in float32 for large tensors."""
+        if numel(shape) > DEVICE_DRAW_NUMEL and self.device.startswith("cuda"):
+            if self.dev_gen is None:
+                self.dev_gen = torch.Generator(device=self.device).manual_seed(self.case.seed)
+            return self.dev_gen, self.device, torch.float32
+        return self.cpu_gen, "cpu", torch.float64
 
     def tensor(
         self,
@@ -36,35 +49,40 @@ class Draw:
     ) -> torch.Tensor:
         """A floating tensor in the case's distribution (normal, outlier or corner values)."""
         dist = dist or self.case.dist
-        x = torch.randn(tuple(shape), generator=self.gen, dtype=torch.float64)
+        gen, where, wide = self.source(shape)
+        draw: dict[str, Any] = dict(generator=gen, dtype=wide, device=where)
+        x = torch.randn(tuple(shape), **draw)
         if dist == "outlier":
-            rate = 0.001 + 0.019 * torch.rand((), generator=self.gen, dtype=torch.float64)
-            hit = torch.rand(x.shape, generator=self.gen, dtype=torch.float64) < rate
-            factor = 10 + 10 * torch.rand(x.shape, generator=self.gen, dtype=torch.float64)
+            rate = 0.001 + 0.019 * torch.rand((), **draw)
+            hit = torch.rand(x.shape, **draw) < rate
+            factor = 10 + 10 * torch.rand(x.shape, **draw)
             x = torch.where(hit, x * factor, x)
         x = x * scale + shift
         if dist == "corner" and specials and x.numel():
-            pick = torch.rand(x.shape, generator=self.gen, dtype=torch.float64) < 0.05
-            which = torch.randint(len(specials), x.shape, generator=self.gen)
-            values = torch.tensor(list(specials), dtype=torch.float64)[which]
+            pick = torch.rand(x.shape, **draw) < 0.05
+            which = torch.randint(len(specials), x.shape, generator=gen, device=where)
+            values = torch.tensor(list(specials), dtype=wide, device=where)[which]
             x = torch.where(pick, values, x)
         return x.to(dtype or self.case.dtype).to(self.device)
 
     def uniform(
         self, shape: Sequence[int], low: float, high: float, *, dtype: torch.dtype | None = None
     ) -> torch.Tensor:
-        u = torch.rand(tuple(shape), generator=self.gen, dtype=torch.float64)
+        gen, where, wide = self.source(shape)
+        u = torch.rand(tuple(shape), generator=gen, dtype=wide, device=where)
         return (low + (high - low) * u).to(dtype or self.case.dtype).to(self.device)
 
     def integers(
         self, shape: Sequence[int], low: int, high: int, *, dtype: torch.dtype = torch.int64
     ) -> torch.Tensor:
         """Integers uniform in [low, high)."""
-        x = torch.randint(low, high, tuple(shape), generator=self.gen, dtype=torch.int64)
+        gen, where, _ = self.source(shape)
+        x = torch.randint(low, high, tuple(shape), generator=gen, dtype=torch.int64, device=where)
         return x.to(dtype).to(self.device)
 
     def permutation(self, n: int) -> torch.Tensor:
-        return torch.randperm(n, generator=self.gen).to(self.device)
+        gen, where, _ = self.source((n,))
+        return torch.randperm(n, generator=gen, device=where).to(self.device)
 
 
 def numel(shape: Sequence[int]) -> int:

@@ -68,7 +68,8 @@ def value_mismatch(got: torch.Tensor, want: torch.Tensor, tol: Tolerance) -> str
         if not bad.any():
             return None
         return summarize(bad, got.cpu().double(), want.cpu().double(), "exact match required")
-    g, w = got.detach().cpu().double(), want.detach().cpu().double()
+    where = "cuda" if want.numel() > 1 << 20 and torch.cuda.is_available() else "cpu"
+    g, w = got.detach().to(where).double(), want.detach().to(where).double()
     g_nan, w_nan = torch.isnan(g), torch.isnan(w)
     both_finite = torch.isfinite(g) & torch.isfinite(w)
     close = torch.abs(g - w) <= tol.atol + tol.rtol * torch.abs(w)

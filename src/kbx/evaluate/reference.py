@@ -23,9 +23,12 @@ EXACT = Tolerance(rtol=0.0, atol=0.0)
 
 
 def expected(task: Task, kind: str, index: int, device: str) -> tuple[Inputs, Any]:
-    """Inputs and reference output (on the CPU) of one case."""
+    """Inputs and reference output (on the CPU) of one case; correctness cases are cached
+    (benchmark outputs are too large to keep)."""
     case: Case = (task.cases if kind == "cases" else task.bench)[index]
     inputs = task.make_inputs(case, device)
+    if kind != "cases":
+        return inputs, run_reference(task, inputs, case.seed, device)
     key = (task.id, device, kind, index)
     with _lock:
         if key not in _cache:

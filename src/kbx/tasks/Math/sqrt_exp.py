@@ -1,0 +1,62 @@
+"""Math/sqrt_exp: element-wise exp(sqrt(x)), with an optional output tensor."""
+
+import torch
+
+from kbx.inputs import Draw, numel
+from kbx.task import Case, Inputs, Task, Tolerance
+
+# Signed zeros, a negative, a value whose result overflows (exp(100)), a tiny one, inf, NaN.
+SPECIALS = (0.0, -0.0, -1.0, 1e4, 1e-30, float("inf"), float("-inf"), float("nan"))
+
+
+def reference(input: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    return torch.exp(torch.sqrt(input), out=out)
+
+
+def make_inputs(case: Case, device: str) -> Inputs:
+    draw = Draw(case, device)
+    x = draw.tensor(case.shape, specials=SPECIALS, scale=case.params.get("scale", 1.0))
+    if case.params.get("positive"):
+        x = x.abs()
+    # `out` travels as a positional argument so that its final contents are judged too.
+    out = torch.zeros_like(x) if case.params.get("out") else None
+    return Inputs((x, out))
+
+
+TASK = Task(
+    entry="sqrt_exp",
+    signature="sqrt_exp(input, out=None)",
+    description=(
+        "Return exp(sqrt(x)) for every element x of the float32 tensor `input` (any shape) as "
+        "a new float32 tensor of the same shape. Semantics of torch.exp(torch.sqrt(x)): "
+        "negative x and -inf give NaN, +-0 gives 1, +inf gives +inf, x >= about 7870 "
+        "overflows to +inf, NaN stays NaN. If `out` (a float32 tensor of the same shape) is "
+        "given, write the result into it and return it. Cases use odd 1-D to 3-D shapes: "
+        "absolute values of normal draws scaled by 1 to 10 and of outlier draws (results up to "
+        "about exp(9)), raw normal draws (half negative), and corner values (signed zeros, -1, "
+        "1e4, 1e-30, +-inf, NaN); one case passes `out`."
+    ),
+    math=r"y_i = e^{\sqrt{x_i}}",
+    precision=(
+        "float32 in, float32 out, computed in float32; rtol=1e-5, atol=1e-6 (the inputs keep "
+        "sqrt(x) below about 10, where the error of float32 sqrt and exp is a few 1e-7 "
+        "relative). NaN and +inf must appear exactly where torch puts them."
+    ),
+    reference=reference,
+    make_inputs=make_inputs,
+    cases=(
+        Case((4099,), seed=1, params={"positive": True, "scale": 10.0}),
+        Case((37, 1023), seed=2, dist="outlier", params={"positive": True}),
+        Case((3, 129, 65), seed=3, dist="corner"),
+        Case((2047, 5), seed=4, params={"out": True}),
+        Case((257, 31), seed=5, dist="corner", params={"positive": True, "scale": 4.0}),
+    ),
+    bench=(
+        Case((1 << 26,), seed=11, params={"positive": True}),
+        Case((8192, 16384), seed=12, params={"positive": True, "scale": 5.0}),
+    ),
+    flops=lambda c: 2.0 * numel(c.shape),
+    bytes_moved=lambda c: 8.0 * numel(c.shape),
+    tolerance=Tolerance(rtol=1e-5, atol=1e-6),
+    inplace=(1,),
+)
