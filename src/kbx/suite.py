@@ -34,10 +34,12 @@ def load_suite() -> dict[str, Task]:
 
 
 def select(pattern: str | None = None, category: str | None = None) -> list[Task]:
-    """Tasks whose id matches the glob ``pattern`` (e.g. ``Math/*``) and ``category``."""
+    """Tasks whose id matches ``pattern`` (globs, comma-separated: ``Math/*,Loss/*``) and
+    ``category``."""
+    globs = [g.strip() for g in pattern.split(",") if g.strip()] if pattern else []
     out = []
     for task in load_suite().values():
-        if pattern and not fnmatch.fnmatchcase(task.id, pattern):
+        if globs and not any(fnmatch.fnmatchcase(task.id, g) for g in globs):
             continue
         if category and task.category != category:
             continue
