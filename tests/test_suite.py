@@ -4,7 +4,7 @@ import csv
 
 import pytest
 
-from kbx.suite import find, load_suite, select
+from kbx.suite import LOAD_ERRORS, find, load_suite, select
 from tests.conftest import SHARED
 
 SLICE = {
@@ -33,6 +33,11 @@ def released() -> dict[str, dict[str, str]]:
     with path.open() as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
     return {f"{r['category']}/{r['name']}": r for r in rows}
+
+
+def test_every_task_file_loads():
+    load_suite()
+    assert not LOAD_ERRORS
 
 
 def test_first_slice_is_present():

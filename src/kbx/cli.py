@@ -274,6 +274,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from kbx.suite import LOAD_ERRORS, load_suite
+
+    load_suite()
+    for where, why in LOAD_ERRORS.items():
+        console.print(f"[red]task file not loaded[/red] {where}: {why}", highlight=False)
     return int(args.fn(args))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import importlib.util
+import traceback
 from functools import cache
 from pathlib import Path
 
@@ -26,10 +27,21 @@ def load_task_file(path: Path) -> Task:
     return dataclasses.replace(task, id=f"{category}/{name}", category=category, name=name)
 
 
+LOAD_ERRORS: dict[str, str] = {}  # task file -> why it could not be loaded
+
+
 @cache
 def load_suite() -> dict[str, Task]:
-    """All tasks by id, sorted by id."""
-    tasks = [load_task_file(p) for p in sorted(TASKS_DIR.glob("*/*.py")) if p.stem != "__init__"]
+    """All tasks by id, sorted by id.  A task file that fails to load is left out and reported in
+    ``LOAD_ERRORS`` (file and line), so one broken file does not stop a run."""
+    tasks = []
+    for path in sorted(TASKS_DIR.glob("*/*.py")):
+        try:
+            tasks.append(load_task_file(path))
+        except Exception as exc:  # noqa: BLE001 - reported with its location
+            frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(path)]
+            line = f":{frames[-1].lineno}" if frames else ""
+            LOAD_ERRORS[f"{path}{line}"] = f"{type(exc).__name__}: {exc}"
     return {t.id: t for t in tasks}
 
 
