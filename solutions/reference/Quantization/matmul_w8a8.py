@@ -12,6 +12,7 @@ epilogue scales by sx[m] and then sw[n].
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra import libdevice
 
 RINT_MAGIC = 12582912.0  # 1.5 * 2**23
 
@@ -24,13 +25,13 @@ def _quant_rows_kernel(x_ptr, q_ptr, s_ptr, K, BLOCK_K: tl.constexpr):
     for k0 in range(0, K, BLOCK_K):
         v = tl.load(x_ptr + row * K + k0 + offs, mask=k0 + offs < K, other=0.0)
         amax = tl.maximum(amax, tl.abs(v))
-    s = tl.math.div_rn(tl.max(amax, axis=0), 127.0)
+    s = libdevice.div_rn(tl.max(amax, axis=0), 127.0)
     s = tl.where(s == 0.0, 1.0, s)  # an all-zero row quantizes with scale 1
     tl.store(s_ptr + row, s)
     for k0 in range(0, K, BLOCK_K):
         mask = k0 + offs < K
         v = tl.load(x_ptr + row * K + k0 + offs, mask=mask, other=0.0)
-        q = tl.minimum(tl.maximum(tl.math.div_rn(v, s), -127.0), 127.0)
+        q = tl.minimum(tl.maximum(libdevice.div_rn(v, s), -127.0), 127.0)
         q = (q + RINT_MAGIC) - RINT_MAGIC  # round half to even
         tl.store(q_ptr + row * K + k0 + offs, q.to(tl.int8), mask=mask)
 
@@ -46,14 +47,14 @@ def _quant_cols_kernel(w_ptr, q_ptr, s_ptr, K, N, BLOCK_K: tl.constexpr, BLOCK_N
         mask = (rows < K)[:, None] & n_ok[None, :]
         v = tl.load(w_ptr + rows[:, None] * N + cols[None, :], mask=mask, other=0.0)
         amax = tl.maximum(amax, tl.abs(v))
-    s = tl.math.div_rn(tl.max(amax, axis=0), 127.0)
+    s = libdevice.div_rn(tl.max(amax, axis=0), 127.0)
     s = tl.where(s == 0.0, 1.0, s)  # an all-zero column quantizes with scale 1
     tl.store(s_ptr + cols, s, mask=n_ok)
     for k0 in range(0, K, BLOCK_K):
         rows = (k0 + offs_k).to(tl.int64)
         mask = (rows < K)[:, None] & n_ok[None, :]
         v = tl.load(w_ptr + rows[:, None] * N + cols[None, :], mask=mask, other=0.0)
-        q = tl.minimum(tl.maximum(tl.math.div_rn(v, s[None, :]), -127.0), 127.0)
+        q = tl.minimum(tl.maximum(libdevice.div_rn(v, s[None, :]), -127.0), 127.0)
         q = (q + RINT_MAGIC) - RINT_MAGIC  # round half to even
         tl.store(q_ptr + rows[:, None] * N + cols[None, :], q.to(tl.int8), mask=mask)
 

@@ -16,6 +16,11 @@ from kbx.evaluate.runner import clone, to_cpu
 from kbx.task import Case, Inputs, Task, Tolerance
 from kbx.verdict import Reject, Verdict
 
+# The trusted process computes references and eager baselines in full float32: TF32 is off for
+# cuBLAS and cuDNN, as in the candidate's child (docs/design/tolerances.md).
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+
 _cache: dict[tuple[str, str, str, int], Any] = {}
 _lock = threading.Lock()
 
