@@ -14,7 +14,7 @@ import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
-RINT_MAGIC = 12582912.0  # 1.5 * 2**23
+RINT_MAGIC = tl.constexpr(12582912.0)  # 1.5 * 2**23 (kernels may read only constexpr globals)
 
 
 @triton.jit

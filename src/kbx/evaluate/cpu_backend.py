@@ -3,7 +3,8 @@
 Only applied when the child runs with ``TRITON_INTERPRET=1``:
 - multi-config autotuning needs a GPU to benchmark configurations; on the CPU every configuration
   computes the same result, so the first one is kept;
-- libdevice functions (``extern_elementwise``) are computed by ``kbx.evaluate.libdevice``.
+- libdevice functions (``extern_elementwise``) are computed by ``kbx.evaluate.libdevice``;
+- a kernel that reads a non-constexpr global fails as it would when compiled for the GPU.
 """
 
 from __future__ import annotations
@@ -36,6 +37,24 @@ class GlobalsAsAttributes:
         del self._ns[name]
 
 
+PLAIN_VALUES = (bool, int, float, complex, str, bytes, list, tuple, dict, set)
+
+
+def reject_plain_globals(fn: Any) -> None:
+    """The GPU compiler lets a kernel read only constexpr globals (plus modules, kernels, dtypes);
+    the interpreter reads any.  Reject the usual mistake, a plain Python constant, on the CPU too,
+    so the CPU verdict is the GPU's (compile_failed)."""
+    from triton.runtime.errors import InterpreterError
+
+    for name in fn.__code__.co_names:
+        value = fn.__globals__.get(name)
+        if isinstance(value, PLAIN_VALUES) or type(value).__module__ == "torch":
+            raise InterpreterError(
+                f"Cannot access global variable {name} from within @jit'ed function: "
+                f"Triton kernels can only read globals made with tl.constexpr(...)"
+            )
+
+
 def apply() -> None:
     from triton.runtime import autotuner, interpreter
 
@@ -50,6 +69,7 @@ def apply() -> None:
         """Also route libdevice calls to the interpreter: the CUDA module's builtins, and the
         backend-neutral stubs of ``triton.language.extra.libdevice`` (which the GPU compiler
         resolves to the CUDA ones), whether used as modules or imported by name."""
+        reject_plain_globals(fn)
         scope = original_patch_lang(fn)
         builder = interpreter.interpreter_builder
         cuda = importlib.import_module(f"{EXTRA}.cuda.libdevice")
