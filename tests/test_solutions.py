@@ -1,12 +1,49 @@
-"""The reference solutions: one per task, each launches Triton and calls no torch compute."""
+"""The reference solutions: one per task; each launches Triton, calls no torch compute, and its
+kernels compile for Hopper (sm_90) with the real compiler, not only in the CPU interpreter."""
 
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from kbx.suite import load_suite
 from tests.conftest import REFERENCE, ROOT
+
+ENV = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+
+
+def audit(folder: Path, specs: Path) -> list[dict]:
+    env = dict(ENV, TRITON_INTERPRET="1")
+    out = subprocess.run(
+        [sys.executable, "-m", "kbx.evaluate.audit", str(folder), str(specs)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=3000,
+    )
+    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+
+
+def compile_for_hopper(specs: Path) -> list[dict]:
+    out = subprocess.run(
+        [sys.executable, "-m", "kbx.evaluate.hopper", str(specs)],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=3000,
+    )
+    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+
+
+@pytest.fixture(scope="module")
+def reference_audit(tmp_path_factory):
+    specs = tmp_path_factory.mktemp("audit") / "specs.jsonl"
+    return audit(REFERENCE, specs), specs
 
 
 def test_one_solution_per_task():
@@ -14,17 +51,8 @@ def test_one_solution_per_task():
     assert files == set(load_suite())
 
 
-def test_solutions_launch_triton_and_call_no_torch_compute():
-    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(ROOT / "src"))
-    out = subprocess.run(
-        [sys.executable, "-m", "kbx.evaluate.audit", str(REFERENCE)],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=1800,
-    )
-    rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+def test_solutions_launch_triton_and_call_no_torch_compute(reference_audit):
+    rows, _ = reference_audit
     assert len(rows) == len(load_suite())
     bad = {
         r["task_id"]: (r.get("error"), r["launches"], r["forbidden"])
@@ -34,26 +62,56 @@ def test_solutions_launch_triton_and_call_no_torch_compute():
     assert not bad
 
 
+def test_solution_kernels_compile_for_hopper(reference_audit):
+    _, specs = reference_audit
+    rows = compile_for_hopper(specs)
+    assert {r["task_id"] for r in rows} == set(load_suite())
+    failed = {(r["task_id"], r["kernel"]): r["error"] for r in rows if not r["ok"]}
+    assert not failed
+
+
+def write(folder: Path, rel: str, code: str) -> None:
+    path = folder / rel
+    path.parent.mkdir(parents=True)
+    path.write_text(code)
+
+
 def test_audit_catches_torch_compute(tmp_path):
-    bad = tmp_path / "Activation" / "gelu.py"
-    bad.parent.mkdir()
-    bad.write_text(
+    write(
+        tmp_path,
+        "Activation/gelu.py",
         "import torch, triton, triton.language as tl\n\n"
         "@triton.jit\n"
         "def _noop(x_ptr):\n"
         "    pass\n\n"
         "def gelu(input, approximate='none'):\n"
         "    _noop[(1,)](input)\n"
-        "    return torch.nn.functional.gelu(input) * 1.0\n"
+        "    return torch.nn.functional.gelu(input) * 1.0\n",
     )
-    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(ROOT / "src"))
-    out = subprocess.run(
-        [sys.executable, "-m", "kbx.evaluate.audit", str(tmp_path)],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    (row,) = [json.loads(x) for x in out.stdout.splitlines() if x.startswith("{")]
+    (row,) = audit(tmp_path, tmp_path / "specs.jsonl")
     assert row["launches"] == 1
     assert set(row["forbidden"]) == {"gelu", "mul"}
+
+
+def test_hopper_compile_catches_what_the_interpreter_runs(tmp_path):
+    # tl.dot needs blocks of at least 16: the interpreter multiplies 8x8 blocks happily
+    write(
+        tmp_path,
+        "MatrixMultiply/matmul.py",
+        "import torch, triton, triton.language as tl\n\n"
+        "@triton.jit\n"
+        "def _mm8(a_ptr, b_ptr, c_ptr, B: tl.constexpr):\n"
+        "    i = tl.arange(0, B)\n"
+        "    a = tl.load(a_ptr + i[:, None] * B + i[None, :])\n"
+        "    b = tl.load(b_ptr + i[:, None] * B + i[None, :])\n"
+        "    tl.store(c_ptr + i[:, None] * B + i[None, :], tl.dot(a, b))\n\n"
+        "def matmul(tensor1, tensor2):\n"
+        "    a = torch.empty((8, 8), dtype=torch.float32)\n"
+        "    _mm8[(1,)](a, a, a, B=8)\n"
+        "    return a\n",
+    )
+    specs = tmp_path / "specs.jsonl"
+    (row,) = audit(tmp_path, specs)
+    assert row["launches"] == 1
+    (compiled,) = compile_for_hopper(specs)
+    assert compiled["kernel"] == "_mm8" and not compiled["ok"]

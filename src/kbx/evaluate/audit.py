@@ -1,9 +1,10 @@
 """Audit a folder of solutions: each must launch Triton and call no torch compute in its wrapper.
 
-Run as ``TRITON_INTERPRET=1 python -m kbx.evaluate.audit solutions/reference`` (the CPU
-interpreter; each solution's first correctness case only).  Prints one JSON object per solution:
-``{"task_id", "launches", "forbidden": {name: count}, "error"}``.  Not a sandbox: only for trusted
-solution sets such as kbx's own references.
+Run as ``TRITON_INTERPRET=1 python -m kbx.evaluate.audit solutions/reference [SPECS.jsonl]``
+(the CPU interpreter; each solution's first correctness case only).  Prints one JSON object per
+solution: ``{"task_id", "launches", "forbidden": {name: count}, "error"}``; with SPECS.jsonl, also
+writes every distinct kernel launch for ``kbx.evaluate.hopper`` to compile for sm_90.  Not a
+sandbox: only for trusted solution sets such as kbx's own references.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from kbx.candidate import read_source
 from kbx.evaluate import runner
+from kbx.evaluate.hopper import spec_of
 from kbx.evaluate.torchops import TorchCalls
 from kbx.suite import find
 
@@ -39,12 +41,39 @@ def audit_one(path: str, task_id: str, counter: runner.LaunchCounter) -> dict[st
     return row
 
 
-def main(folder: str) -> int:
+def record_launches(specs: list[dict[str, Any]]) -> dict[str, str]:
+    """Append a spec for every distinct interpreted launch; returns the current-solution slot."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    current = {"task_id": "", "source": ""}
+    seen: set[str] = set()
+    original = InterpretedFunction.run
+
+    def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        spec = spec_of(self.fn, args, kwargs)
+        if spec is not None:
+            spec.update(current)
+            key = json.dumps(spec, sort_keys=True, default=str)
+            if key not in seen:
+                seen.add(key)
+                specs.append(spec)
+        return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+
+    InterpretedFunction.run = run  # type: ignore[method-assign]
+    return current
+
+
+def main(folder: str, specs_path: str | None = None) -> int:
     counter = runner.install_launch_counter(interpreted=True)
+    specs: list[dict[str, Any]] = []
+    current = record_launches(specs)
     for cand in read_source(Path(folder)):
+        current.update(task_id=cand.task_id, source=str(Path(cand.source).resolve()))
         print(json.dumps(audit_one(cand.source, cand.task_id, counter)), flush=True)
+    if specs_path:
+        Path(specs_path).write_text("".join(json.dumps(s, default=str) + "\n" for s in specs))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(*sys.argv[1:3]))
