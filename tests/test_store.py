@@ -45,13 +45,18 @@ def test_summary_rates_are_over_tasks_and_suite():
 
 
 def test_sigkill_mid_run_then_resume_gives_one_record_each(tmp_path):
+    source = tmp_path / "src"
+    for task in SOURCE_TASKS:
+        dest = source / f"{task}.py"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REFERENCE / f"{task}.py", dest)
     out = tmp_path / "run"
     cmd = [
         sys.executable,
         "-m",
         "kbx.cli",
         "eval",
-        str(REFERENCE),
+        str(source),
         "--device",
         "cpu",
         "--out",
@@ -68,7 +73,7 @@ def test_sigkill_mid_run_then_resume_gives_one_record_each(tmp_path):
         if db.exists() and Store(db).keys():
             break
         time.sleep(0.2)
-    os.killpg(proc.pid, signal.SIGKILL)
+    os.killpg(proc.pid, signal.SIGKILL)  # the whole group: kbx and the child in flight
     proc.wait()
     done_before = len(Store(db).keys())
     n = len(SOURCE_TASKS)

@@ -106,8 +106,9 @@ def compile_spec(spec: dict[str, Any], modules: dict[str, Any]) -> str | None:
 
 def main(specs_path: str) -> int:
     modules: dict[str, Any] = {}
-    for line in open(specs_path):
-        spec = json.loads(line)
+    with open(specs_path) as f:
+        specs = [json.loads(line) for line in f]
+    for spec in specs:
         error = compile_spec(spec, modules)
         row = {
             "task_id": spec["task_id"],
