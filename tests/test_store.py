@@ -11,7 +11,6 @@ import time
 from kbx.store import Store, summarize
 from tests.conftest import REFERENCE, ROOT
 
-
 SOURCE_TASKS = [
     "Activation/gelu",
     "Math/rsqrt",
