@@ -15,8 +15,17 @@ import triton.language as tl
 
 @triton.jit
 def _chunk_sum_kernel(
-    x_ptr, psum_ptr, out_ptr, C, S, M, CHUNK, SPLIT,
-    CENTERED: tl.constexpr, SPLIT_P2: tl.constexpr, BLOCK: tl.constexpr,
+    x_ptr,
+    psum_ptr,
+    out_ptr,
+    C,
+    S,
+    M,
+    CHUNK,
+    SPLIT,
+    CENTERED: tl.constexpr,
+    SPLIT_P2: tl.constexpr,
+    BLOCK: tl.constexpr,
 ):
     c = tl.program_id(0)
     part = tl.program_id(1)
@@ -41,10 +50,26 @@ def _chunk_sum_kernel(
 
 @triton.jit
 def _finalize_kernel(
-    psum_ptr, psq_ptr, rm_ptr, rv_ptr, w_ptr, b_ptr, mean_ptr, scale_ptr, shift_ptr,
-    C, SPLIT, M, momentum, eps,
-    TRAINING: tl.constexpr, HAS_RUNNING: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr,
-    SPLIT_P2: tl.constexpr, BLOCK_C: tl.constexpr,
+    psum_ptr,
+    psq_ptr,
+    rm_ptr,
+    rv_ptr,
+    w_ptr,
+    b_ptr,
+    mean_ptr,
+    scale_ptr,
+    shift_ptr,
+    C,
+    SPLIT,
+    M,
+    momentum,
+    eps,
+    TRAINING: tl.constexpr,
+    HAS_RUNNING: tl.constexpr,
+    HAS_W: tl.constexpr,
+    HAS_B: tl.constexpr,
+    SPLIT_P2: tl.constexpr,
+    BLOCK_C: tl.constexpr,
 ):
     c = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
     cmask = c < C
@@ -75,8 +100,9 @@ def _finalize_kernel(
 
 
 @triton.jit
-def _normalize_kernel(x_ptr, y_ptr, mean_ptr, scale_ptr, shift_ptr, C, S, total,
-                      BLOCK: tl.constexpr):
+def _normalize_kernel(
+    x_ptr, y_ptr, mean_ptr, scale_ptr, shift_ptr, C, S, total, BLOCK: tl.constexpr
+):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < total
     c = (offs // S) % C
@@ -88,8 +114,16 @@ def _normalize_kernel(x_ptr, y_ptr, mean_ptr, scale_ptr, shift_ptr, C, S, total,
     tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
-               momentum=0.1, eps=1e-05):
+def batch_norm(
+    input,
+    running_mean,
+    running_var,
+    weight=None,
+    bias=None,
+    training=False,
+    momentum=0.1,
+    eps=1e-05,
+):
     x = input.contiguous()
     N, C = x.shape[0], x.shape[1]
     S = x.numel() // (N * C)
@@ -109,19 +143,42 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             raise ValueError("batch_norm: training needs more than one value per channel")
         for out, centered in ((psum, False), (psq, True)):
             _chunk_sum_kernel[(C, SPLIT)](
-                x, psum, out, C, S, M, CHUNK, SPLIT,
-                CENTERED=centered, SPLIT_P2=SPLIT_P2, BLOCK=BLOCK,
+                x,
+                psum,
+                out,
+                C,
+                S,
+                M,
+                CHUNK,
+                SPLIT,
+                CENTERED=centered,
+                SPLIT_P2=SPLIT_P2,
+                BLOCK=BLOCK,
             )
     has_running = running_mean is not None and running_var is not None
     dummy = mean
     BLOCK_C = 32
     _finalize_kernel[(triton.cdiv(C, BLOCK_C),)](
-        psum, psq,
-        running_mean if has_running else dummy, running_var if has_running else dummy,
-        weight if weight is not None else dummy, bias if bias is not None else dummy,
-        mean, scale, shift, C, SPLIT, M, momentum, eps,
-        TRAINING=training, HAS_RUNNING=has_running,
-        HAS_W=weight is not None, HAS_B=bias is not None, SPLIT_P2=SPLIT_P2, BLOCK_C=BLOCK_C,
+        psum,
+        psq,
+        running_mean if has_running else dummy,
+        running_var if has_running else dummy,
+        weight if weight is not None else dummy,
+        bias if bias is not None else dummy,
+        mean,
+        scale,
+        shift,
+        C,
+        SPLIT,
+        M,
+        momentum,
+        eps,
+        TRAINING=training,
+        HAS_RUNNING=has_running,
+        HAS_W=weight is not None,
+        HAS_B=bias is not None,
+        SPLIT_P2=SPLIT_P2,
+        BLOCK_C=BLOCK_C,
     )
     y = torch.empty_like(x)
     total = x.numel()

@@ -12,8 +12,9 @@ import triton.language as tl
 
 
 @triton.jit
-def _avg_pool1d_kernel(x_ptr, y_ptr, L, L_out, stride, padding,
-                       K: tl.constexpr, BLOCK: tl.constexpr):
+def _avg_pool1d_kernel(
+    x_ptr, y_ptr, L, L_out, stride, padding, K: tl.constexpr, BLOCK: tl.constexpr
+):
     row = tl.program_id(0).to(tl.int64)  # one (n, c) row
     i = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     omask = i < L_out
@@ -37,8 +38,11 @@ def _one(v, name):
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0):
     k = _one(kernel_size, "kernel_size")
-    s = k if stride is None or (isinstance(stride, (tuple, list)) and not stride) else _one(
-        stride, "stride")
+    s = (
+        k
+        if stride is None or (isinstance(stride, (tuple, list)) and not stride)
+        else _one(stride, "stride")
+    )
     p = _one(padding, "padding")
     if p > k // 2:
         raise ValueError("avg_pool1d: padding must be at most half the kernel size")
@@ -49,7 +53,5 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0):
         raise ValueError("avg_pool1d: output size would be empty")
     y = torch.empty((N, C, L_out), dtype=x.dtype, device=x.device)
     BLOCK = min(1024, triton.next_power_of_2(L_out))
-    _avg_pool1d_kernel[(N * C, triton.cdiv(L_out, BLOCK))](
-        x, y, L, L_out, s, p, K=k, BLOCK=BLOCK
-    )
+    _avg_pool1d_kernel[(N * C, triton.cdiv(L_out, BLOCK))](x, y, L, L_out, s, p, K=k, BLOCK=BLOCK)
     return y

@@ -20,14 +20,26 @@ def _f32(v: float) -> float:
 
 
 @triton.jit
-def _interp_kernel(x_ptr, y_ptr, H, W, OH, OW, total, scale_h, scale_w,
-                   BILINEAR: tl.constexpr, ALIGN: tl.constexpr, BLOCK: tl.constexpr):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < total
-    ow = (offs % OW).to(tl.int32)
-    oh = ((offs // OW) % OH).to(tl.int32)
-    plane = offs // (OW * OH)  # n * C + c
+def _interp_kernel(
+    x_ptr,
+    y_ptr,
+    H,
+    W,
+    OH,
+    OW,
+    scale_h,
+    scale_w,
+    BILINEAR: tl.constexpr,
+    ALIGN: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    row = tl.program_id(0)  # one output row (plane, oh) per program along axis 0
+    oh = row % OH
+    plane = (row // OH).to(tl.int64)  # n * C + c
+    ow = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    mask = ow < OW
     src = x_ptr + plane * H * W
+    dst = y_ptr + row.to(tl.int64) * OW
     if BILINEAR:
         if ALIGN:
             hr = scale_h * oh.to(tl.float32)
@@ -35,16 +47,18 @@ def _interp_kernel(x_ptr, y_ptr, H, W, OH, OW, total, scale_h, scale_w,
         else:  # half-pixel centres, clamped at 0
             hr = tl.maximum(scale_h * (oh.to(tl.float32) + 0.5) - 0.5, 0.0)
             wr = tl.maximum(scale_w * (ow.to(tl.float32) + 0.5) - 0.5, 0.0)
-        h0 = hr.to(tl.int32)  # hr >= 0: truncation is floor
+        h0 = hr.to(tl.int32)  # coordinates are >= 0: truncation is floor
         w0 = wr.to(tl.int32)
         h1 = tl.where(h0 < H - 1, h0 + 1, h0)
         w1 = tl.where(w0 < W - 1, w0 + 1, w0)
         lh = hr - h0.to(tl.float32)
         lw = wr - w0.to(tl.float32)
-        x00 = tl.load(src + h0 * W + w0, mask=mask, other=0.0).to(tl.float32)
-        x01 = tl.load(src + h0 * W + w1, mask=mask, other=0.0).to(tl.float32)
-        x10 = tl.load(src + h1 * W + w0, mask=mask, other=0.0).to(tl.float32)
-        x11 = tl.load(src + h1 * W + w1, mask=mask, other=0.0).to(tl.float32)
+        top = src + h0 * W
+        bot = src + h1 * W
+        x00 = tl.load(top + w0, mask=mask, other=0.0).to(tl.float32)
+        x01 = tl.load(top + w1, mask=mask, other=0.0).to(tl.float32)
+        x10 = tl.load(bot + w0, mask=mask, other=0.0).to(tl.float32)
+        x11 = tl.load(bot + w1, mask=mask, other=0.0).to(tl.float32)
         y = (1.0 - lh) * ((1.0 - lw) * x00 + lw * x01) + lh * ((1.0 - lw) * x10 + lw * x11)
     else:
         # floor(dst * scale) in float32, clamped; an axis whose size is unchanged is copied
@@ -53,7 +67,7 @@ def _interp_kernel(x_ptr, y_ptr, H, W, OH, OW, total, scale_h, scale_w,
         ih = tl.where(OH == H, oh, ih)
         iw = tl.where(OW == W, ow, iw)
         y = tl.load(src + ih * W + iw, mask=mask, other=0.0)
-    tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+    tl.store(dst + ow, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 def _pair(v):
@@ -86,12 +100,20 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 
     bilinear = mode == "bilinear" and not (OH == H and OW == W)  # same size: a plain copy
     y = torch.empty((N, C, OH, OW), dtype=x.dtype, device=x.device)
-    total = y.numel()
-    if total == 0:
+    if y.numel() == 0:
         return y
-    BLOCK = 1024
-    _interp_kernel[(triton.cdiv(total, BLOCK),)](
-        x, y, H, W, OH, OW, total, scale(H, OH, sfs[0]), scale(W, OW, sfs[1]),
-        BILINEAR=bilinear, ALIGN=align, BLOCK=BLOCK,
+    BLOCK = min(1024, triton.next_power_of_2(OW))
+    _interp_kernel[(N * C * OH, triton.cdiv(OW, BLOCK))](
+        x,
+        y,
+        H,
+        W,
+        OH,
+        OW,
+        scale(H, OH, sfs[0]),
+        scale(W, OW, sfs[1]),
+        BILINEAR=bilinear,
+        ALIGN=align,
+        BLOCK=BLOCK,
     )
     return y

@@ -6,6 +6,8 @@ from kbx.inputs import Draw, numel
 from kbx.task import Case, Inputs, Task, Tolerance
 
 TOL = 2e-5  # float32 factors reach ~1e-6 here; fp16-rounded inputs or outputs ~3e-4
+# corner entries: signed zeros, a tiny value and moderate spikes keep the structure dense
+SPECIALS = (0.0, -0.0, 1e-30, 8.0, -8.0)
 
 
 def reference(A: torch.Tensor, upper: bool = False, out: torch.Tensor = None) -> torch.Tensor:
@@ -16,7 +18,7 @@ def make_inputs(case: Case, device: str) -> Inputs:
     """A = s (I + 3 G G^T / ||G||^2): eigenvalues in s [1, 4]; corner cases vary s in 1e+-4."""
     d = Draw(case, "cpu")
     *batch, n, _ = case.shape
-    g = d.tensor(case.shape, dtype=torch.float64)
+    g = d.tensor(case.shape, dtype=torch.float64, specials=SPECIALS)
     g = g / torch.linalg.matrix_norm(g, ord=2).clamp_min(1e-300)[..., None, None]
     a = torch.eye(n, dtype=torch.float64) + 3 * g @ g.mT
     if case.dist == "corner":
@@ -39,7 +41,9 @@ def check(inputs: Inputs, out: torch.Tensor) -> str | None:
 
 TASK = Task(
     entry="cholesky",
-    signature="cholesky(A: torch.Tensor, upper: bool=False, out: torch.Tensor=None) -> torch.Tensor",
+    signature=(
+        "cholesky(A: torch.Tensor, upper: bool=False, out: torch.Tensor=None) -> torch.Tensor"
+    ),
     description=(
         "Cholesky factorization like torch.linalg.cholesky: for a float32 tensor A of shape "
         "(..., n, n) holding symmetric positive-definite matrices, return the float32 factor of "

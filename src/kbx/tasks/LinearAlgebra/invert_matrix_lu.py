@@ -6,6 +6,8 @@ from kbx.inputs import Draw, numel
 from kbx.task import Case, Inputs, Task, Tolerance
 
 TOL = 2e-5  # float32 LU inverses reach ~1e-6 here; fp16-rounded inputs or outputs ~3e-4
+# signed zeros, tiny and moderate spikes: huge ones would make most of A^-1 negligibly small
+SPECIALS = (0.0, -0.0, 1e-30, 8.0, -8.0)
 
 
 def reference(A, *, pivot=True, out=None):
@@ -18,7 +20,7 @@ def make_inputs(case: Case, device: str) -> Inputs:
     block; rows shuffled where pivoting is on; corner matrices scaled by 1e-3..1e3."""
     d = Draw(case, "cpu")
     *batch, n, _ = case.shape
-    e = d.tensor(case.shape, dtype=torch.float64)
+    e = d.tensor(case.shape, dtype=torch.float64, specials=SPECIALS)
     e = e / torch.linalg.matrix_norm(e, ord=2).clamp_min(1e-300)[..., None, None]
     sign = torch.where(d.uniform((*batch, n), 0, 1, dtype=torch.float64) < 0.5, -1.0, 1.0)
     a = 3 * torch.diag_embed(sign) + 2 * e
@@ -50,7 +52,7 @@ TASK = Task(
         "uses partial pivoting (input rows are shuffled, so rows must be exchanged); "
         "pivot=False eliminates without row exchanges (every leading block of those inputs is "
         "well-conditioned). Inputs have singular values in [1, 5] (times 1e-3..1e3 per matrix "
-        "in the corner case, which also holds signed zeros and spiked entries); n ranges 1..45, "
+        "in the corner case, which also holds signed zeros, tiny and +-8 entries); n ranges 1..45, "
         "batched or not. `out` is never passed."
     ),
     math=r"A^{-1} = U^{-1} L^{-1} P^\top,\quad A = P L U",

@@ -6,6 +6,11 @@ from kbx.inputs import Draw, numel
 from kbx.task import Case, Inputs, Task, Tolerance
 
 TOL = 2e-5  # float32 LDL^T solves reach ~4e-7 here; fp16-rounded inputs or outputs ~3e-4
+# corner entries: signed zeros, a tiny value and moderate spikes keep the structure dense
+SPECIALS = (0.0, -0.0, 1e-30, 8.0, -8.0)
+# corner right-hand sides: signed zeros and moderate spikes (huge or tiny ones would leave
+# most of the solution below the tolerance's resolution)
+RHS_SPECIALS = (0.0, -0.0, 8.0, -8.0)
 
 
 def reference(A, b, hermitian=False, out=None):
@@ -22,7 +27,7 @@ def make_inputs(case: Case, device: str) -> Inputs:
     (corner: times 1e-3..1e3 per matrix). b is (..., n, k), or (..., n) with vector=True."""
     d = Draw(case, "cpu")
     *batch, n, k = case.shape
-    g = d.tensor((*batch, n, n), dtype=torch.float64)
+    g = d.tensor((*batch, n, n), dtype=torch.float64, specials=SPECIALS)
     off = torch.tril(g, -1) + torch.tril(g, -1).mT
     r = off.abs().sum(-1)
     u = d.uniform((*batch, n), 0.25, 1, dtype=torch.float64)
@@ -30,7 +35,8 @@ def make_inputs(case: Case, device: str) -> Inputs:
     a = off + torch.diag_embed(sign * (r * (1 + u) + 0.1))
     if case.dist == "corner":
         a = a * 10 ** d.uniform((*batch, 1, 1), -3, 3, dtype=torch.float64)
-    b = d.tensor((*batch, n) if case.params.get("vector") else case.shape, dtype=torch.float64)
+    shape_b = (*batch, n) if case.params.get("vector") else case.shape
+    b = d.tensor(shape_b, dtype=torch.float64, specials=RHS_SPECIALS)
     f32 = [t.to(case.dtype).to(device) for t in (a, b)]
     return Inputs((*f32, case.params.get("hermitian", False)))
 
@@ -58,7 +64,7 @@ TASK = Task(
         "(..., n) (b.dim() == A.dim() - 1); return x of b's shape, float32. Batch dimensions "
         "of A and b are equal. A is strictly diagonally dominant with diagonal entries of both "
         "signs, so LDL^T needs no pivoting; the corner case scales each A by 1e-3..1e3 and puts "
-        "signed zeros, tiny and +-1e4 entries in b. hermitian has no effect on real input. n "
+        "signed zeros and +-8 entries in b. hermitian has no effect on real input. n "
         "ranges 1..45, k 1..16. `out` is never passed."
     ),
     math=r"A = L D L^\top:\quad L z = b,\ y = D^{-1} z,\ L^\top x = y",

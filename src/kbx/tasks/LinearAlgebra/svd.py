@@ -64,7 +64,10 @@ TASK = Task(
         "matrices (normal, outlier, corner entries), tall, wide and square up to 17 x 13; one "
         "case repeats a column so that a singular value is zero."
     ),
-    math=r"A = U \Sigma V^\top,\ U^\top U = I,\ V^\top V = I,\ \sigma_1 \ge \dots \ge \sigma_k \ge 0",
+    math=(
+        r"A = U \Sigma V^\top,\ U^\top U = I,\ V^\top V = I,\ "
+        r"\sigma_1 \ge \dots \ge \sigma_k \ge 0"
+    ),
     precision=(
         "float32 in and out, computed in float32 (no TF32). Checked in float64, worst matrix: "
         "max|U diag(S) Vh - A| / max|A|, max|U^T U - I|, max|Vh Vh^T - I|, "

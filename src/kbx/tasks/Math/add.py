@@ -1,4 +1,4 @@
-"""Math/add: input + alpha * other with broadcasting, a scalar `other`, integer tensors and `out`."""
+"""Math/add: input + alpha * other with broadcasting, a scalar `other`, int tensors and `out`."""
 
 import torch
 

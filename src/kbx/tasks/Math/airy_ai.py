@@ -63,17 +63,18 @@ def make_inputs(case: Case, device: str) -> Inputs:
 
 
 def check(inputs: Inputs, got) -> str | None:
-    x = inputs.args[0].detach().cpu().double()
+    x = inputs.args[0].detach().double()  # on the inputs' device: the bench cases are large
     want = airy_f64(x)
     slack = torch.where(x < 0, 5e-6 + PHASE * x.abs().clamp(min=1.0) ** 1.25, 1e-37)
     for g in (got[0], got[1][0]):  # the returned tensor and the final contents of `out`
         if g is None:
             continue
-        g = g.detach().cpu().double()
+        g = g.detach().to(x.device).double()
         err = (g - want).abs()
         bad = ~((err <= RTOL * want.abs() + slack) | (g.isnan() & want.isnan()))
         if bad.any():
             i = int(torch.where(bad, err.nan_to_num(math.inf), 0.0).argmax())
+            x, g, want = x.cpu(), g.cpu(), want.cpu()
             return (
                 f"{int(bad.sum())}/{bad.numel()} elements exceed the error bound; worst at "
                 f"x={x.flatten()[i].item():.7g}: got {g.flatten()[i].item():.7g}, expected "
@@ -91,7 +92,7 @@ TASK = Task(
         "tensor, like torch.special.airy_ai. For x > 0 Ai decays like exp(-2/3 x^1.5) (it "
         "underflows to 0 beyond x ~ 27); for x < 0 it oscillates with amplitude ~ |x|^-1/4 and "
         "phase 2/3 |x|^1.5. NaN stays NaN. If `out` is given, write into it and return it. "
-        "Cases: normal values scaled by 1, 3 and 10, outliers (|x| up to ~80), uniform values "
+        "Cases: normal values scaled by 3, outliers (|x| up to ~80), uniform values "
         "on (-3, 6), (-40, 0) and (0, 26), and corner values (signed zeros, 1e-30, the first "
         "zero -2.338, +-2.09, +-30, -100, NaN); one case passes `out`. +-inf is not drawn."
     ),

@@ -13,6 +13,10 @@ TOL = Tolerance(rtol=1e-5, atol=1e-6)
 
 
 def reference(input, other, rounding_mode=None, out=None):
+    if input.is_floating_point() and not isinstance(other, torch.Tensor):
+        # torch's CUDA kernels divide by a Python number as a * (1 / b), its CPU kernels as a / b:
+        # a 0-d tensor on the input's device gives the IEEE quotient a / b everywhere.
+        other = torch.tensor(other, dtype=input.dtype, device=input.device)
     return torch.div(input, other, rounding_mode=rounding_mode, out=out)
 
 

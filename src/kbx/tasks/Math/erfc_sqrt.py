@@ -25,8 +25,8 @@ TASK = Task(
     description=(
         "For the float32 tensor `input` (any shape) return a tuple of two new float32 tensors of "
         "its shape: erfc(x) = 1 - erf(x) and sqrt(x), element-wise, like torch.special.erfc and "
-        "torch.sqrt. erfc must be accurate relative to its own size in the tail (erfc(5) ~ 1.5e-12, "
-        "erfc(9) ~ 4e-37): computing 1 - erf(x) in float32 is not. erfc(+inf) = 0, "
+        "torch.sqrt. erfc must be accurate relative to its own size in the tail (erfc(5) ~ "
+        "1.5e-12, erfc(9) ~ 4e-37): computing 1 - erf(x) in float32 is not. erfc(+inf) = 0, "
         "erfc(-inf) = 2; sqrt of a negative number or -inf is NaN, sqrt(-0.0) = -0.0; NaN stays "
         "NaN. Cases: normal values, normal values scaled by 3 (tail of erfc), outliers and corner "
         "values (signed zeros, -1, 1e-30, 5, 9, 11, +-inf, NaN)."

@@ -36,13 +36,13 @@ def make_inputs(case: Case, device: str) -> Inputs:
 def check(inputs: Inputs, got) -> str | None:
     """|got - X| <= 1e-5 |X| + 2e-5 RMS(X) per element (complex modulus), X in float64."""
     x, s, dim, norm, _ = inputs.args
-    wide = x.detach().cpu().to(torch.complex128 if x.is_complex() else torch.float64)
+    wide = x.detach().to(torch.complex128 if x.is_complex() else torch.float64)
     want = torch.fft.fftn(wide, s=s, dim=dim, norm=norm)
     rms = want.abs().square().mean().sqrt().item()
     for g in (got[0], got[1][0]):  # the returned tensor and the final contents of `out`
         if g is None:
             continue
-        err = (g.detach().cpu().to(torch.complex128) - want).abs()
+        err = (g.detach().to(want.device, torch.complex128) - want).abs()
         bad = ~(err <= RTOL * want.abs() + ATOL_RMS * rms)  # NaN counts as bad
         if bad.any():
             i = tuple(

@@ -1,4 +1,4 @@
-"""Math/floor: element-wise floor of a float32 tensor (integer tensors are copied), optional `out`."""
+"""Math/floor: element-wise floor of a float32 tensor (integers are copied), optional `out`."""
 
 import torch
 

@@ -1,4 +1,4 @@
-"""Math/gammaln: element-wise ln|Gamma(x)|, poles and negative arguments included, optional `out`."""
+"""Math/gammaln: element-wise ln|Gamma(x)|, poles and negative arguments included, `out`."""
 
 import torch
 
@@ -58,7 +58,8 @@ TASK = Task(
     math=r"\mathrm{out}_i = \ln\left|\Gamma(x_i)\right|",
     precision=(
         "float32 in and out, computed in float32; judged against the float64 value rounded to "
-        "float32 with rtol=1e-5, atol=1e-6 (atol covers the zeros of ln|Gamma|)."
+        "float32 with rtol=1e-5, atol=3e-6. atol covers the zeros of ln|Gamma|: between the "
+        "negative poles CUDA's lgammaf is off by up to 1.1e-6 absolute (x = -7.99998)."
     ),
     reference=reference,
     make_inputs=make_inputs,
@@ -76,6 +77,6 @@ TASK = Task(
     ),
     flops=lambda c: 40.0 * numel(c.shape),
     bytes_moved=lambda c: 8.0 * numel(c.shape),
-    tolerance=Tolerance(rtol=1e-5, atol=1e-6),
+    tolerance=Tolerance(rtol=1e-5, atol=3e-6),
     inplace=(1,),
 )

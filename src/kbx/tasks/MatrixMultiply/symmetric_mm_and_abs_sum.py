@@ -18,12 +18,12 @@ def make_inputs(case: Case, device: str) -> Inputs:
     alpha * A @ A^T + beta * C when C is drawn to nearly cancel the product (else C is random)."""
     n, m = case.shape
     p = case.params
-    d = Draw(case, "cpu")
+    d = Draw(case, device)
     a = d.tensor((n, m), specials=SPECIALS, scale=m**-0.5)  # entries of A @ A^T are O(1)
     c = d.tensor((n, n), specials=SPECIALS)
     if "cancel" in p:  # C = -(alpha/beta) A A^T (exact, float64) + a small random remainder
-        exact = a.double() @ a.double().T
-        c = (-(p["alpha"] / p["beta"]) * exact + p["cancel"] * c.double()).float()
+        a64 = a.cpu().double()  # on the CPU: the same C for a CPU and a GPU run
+        c = (-(p["alpha"] / p["beta"]) * (a64 @ a64.T) + p["cancel"] * c.cpu().double()).float()
     return Inputs((a.to(device), c.to(device), p["alpha"], p["beta"]))
 
 

@@ -18,12 +18,12 @@ def reference(A: torch.Tensor, B: torch.Tensor, alpha: float, beta: float) -> to
 def make_inputs(case: Case, device: str) -> Inputs:
     """shape (n, p): A (n, n), B (n, p); params alpha, beta."""
     n, p = case.shape
-    d = Draw(case, "cpu")
+    d = Draw(case, device)
     a = d.tensor((n, n), specials=SPECIALS)
     b = d.tensor((n, p), specials=SPECIALS)
     if case.dist == "corner":  # a fresh strictly upper triangle, 5% of it NaN/Inf/1e30
         junk = d.tensor((n, n), specials=UPPER_SPECIALS)
-        a = torch.where(torch.ones(n, n, dtype=torch.bool).triu(1), junk, a)
+        a = torch.where(torch.ones(n, n, dtype=torch.bool, device=a.device).triu(1), junk, a)
     return Inputs((a.to(device), b.to(device), case.params["alpha"], case.params["beta"]))
 
 

@@ -1,6 +1,5 @@
 """Normalization/normalized_cosine_similarity: cosine similarity of two L_p-normalized tensors."""
 
-import torch
 import torch.nn.functional as F
 
 from kbx.inputs import Draw, numel
@@ -19,7 +18,7 @@ def make_inputs(case: Case, device: str) -> Inputs:
     """shape = x1's shape; params: x2 (x2's shape if it broadcasts), zero (zero out one vector
     of x1 along dim), and the call's keyword arguments."""
     p = case.params
-    d = Draw(case, "cpu")
+    d = Draw(case, device)
     x1 = d.tensor(case.shape)
     x2 = d.tensor(p.get("x2", case.shape))
     if p.get("zero"):  # an all-zero vector: normalizes to 0, its similarity is 0

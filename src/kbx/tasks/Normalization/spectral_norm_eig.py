@@ -20,7 +20,7 @@ def reference(A, *, out=None):
 def make_inputs(case: Case, device: str) -> Inputs:
     """shape (..., n, n); params: sym (symmetric matrices). Corner cases also hold a zero
     matrix, a strictly upper triangular one (spectral radius 0) and an upper triangular one."""
-    a = Draw(case, "cpu").tensor(case.shape, specials=SPECIALS)
+    a = Draw(case, device).tensor(case.shape, specials=SPECIALS)
     if case.params.get("sym"):
         a = a + a.mT
     if case.dist == "corner":
@@ -59,13 +59,13 @@ TASK = Task(
         Case((6, 17, 17), seed=1),
         Case((4, 33, 33), seed=2, dist="outlier"),
         Case((8, 9, 9), seed=3, dist="corner"),
-        Case((25, 25), seed=4),
+        Case((25, 25), seed=9),  # seed: a lone fp16-rounded scalar must miss rtol (see notes)
         Case((3, 5, 12, 12), seed=5, params={"sym": True}),
         Case((2, 48, 48), seed=6, dist="outlier"),
     ),
     bench=(
-        Case((1024, 64, 64), seed=11),
-        Case((256, 128, 128), seed=12),
+        Case((256, 64, 64), seed=11),  # small batches: eager torch.linalg.eig is slow on GPU
+        Case((64, 128, 128), seed=12),
     ),
     # a LAPACK-style count for eigenvalues only (Hessenberg reduction + QR sweeps): ~10 n^3
     flops=lambda c: 10.0 * numel(c.shape[:-2]) * c.shape[-1] ** 3,

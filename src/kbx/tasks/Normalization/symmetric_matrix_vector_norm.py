@@ -21,15 +21,15 @@ def make_inputs(case: Case, device: str) -> Inputs:
     beta = -alpha * lambda, so y is the small residual alpha * (A - lambda I) x."""
     p = case.params
     (n,) = case.shape
-    d = Draw(case, "cpu")
+    d = Draw(case, device)
     r = d.tensor((n, n), specials=SPECIALS, scale=(2 * n) ** -0.5)  # entries of A @ x are O(1)
     a = r + r.T  # exactly symmetric in float32
     x = d.tensor((n,), specials=SPECIALS)
     beta = p.get("beta", 0.0)
     if "eigen" in p:
-        lam, vec = torch.linalg.eigh(a.double())
+        lam, vec = torch.linalg.eigh(a.cpu().double())  # on the CPU: same x on every device
         top = int(lam.abs().argmax())
-        x = (vec[:, top] * n**0.5 + p["eigen"] * x.double()).float()
+        x = (vec[:, top] * n**0.5 + p["eigen"] * x.cpu().double()).float()
         beta = -p["alpha"] * float(lam[top])
     args = (a.to(device), x.to(device), p["alpha"], beta)
     return Inputs(args + ((p["p"],) if "p" in p else ()))

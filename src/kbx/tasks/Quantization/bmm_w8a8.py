@@ -35,7 +35,7 @@ def away_from_ties(t: torch.Tensor, dim: int) -> torch.Tensor:
 
 def make_inputs(case: Case, device: str) -> Inputs:
     b, m, k, n = case.shape
-    d = Draw(case, "cpu")
+    d = Draw(case, device)
     x, w = d.tensor((b, m, k), specials=SPECIALS), d.tensor((b, k, n), specials=SPECIALS)
     if case.dist == "corner":  # an all-zero row and column: their scale is 1
         x[0, m // 2], w[b - 1, :, n // 3] = 0.0, 0.0

@@ -1,0 +1,28 @@
+"""Cosine in Triton: one program per block of elements.
+
+libdevice's cos does a full-precision range reduction (Payne-Hanek for huge arguments), so it
+stays accurate far outside [-pi, pi], unlike the hardware cos.approx instruction.
+"""
+
+import torch
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+
+@triton.jit
+def _cos_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n  # the last block may run past the end
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    tl.store(y_ptr + offs, libdevice.cos(x).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def cos(input_tensor: torch.Tensor) -> torch.Tensor:
+    x = input_tensor.contiguous()
+    y = torch.empty_like(x)
+    n = x.numel()
+    if n:
+        BLOCK = 1024
+        _cos_kernel[(triton.cdiv(n, BLOCK),)](x, y, n, BLOCK=BLOCK)
+    return y

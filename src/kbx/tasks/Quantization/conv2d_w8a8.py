@@ -1,0 +1,130 @@
+"""Quantization/conv2d_w8a8: conv2d through symmetric int8 quantization (per image / channel)."""
+
+import torch
+import torch.nn.functional as F
+
+from kbx.inputs import Draw
+from kbx.task import Case, Inputs, Task, Tolerance
+
+# Corner values: mostly signed zeros and tiny values; a rare 1e4 takes over its image's scale.
+SPECIALS = (0.0, -0.0, 1e-30, -1e-30) * 2 + (1e4,)
+DIMS = (1, 2, 3)  # a scale per image (X) and per output channel (W)
+
+
+def scales(t: torch.Tensor) -> torch.Tensor:
+    s = t.abs().amax(dim=DIMS, keepdim=True) / 127  # float32 division, correctly rounded
+    return torch.where(s == 0, torch.ones_like(s), s)
+
+
+def quantize(t: torch.Tensor) -> torch.Tensor:
+    return torch.clamp(torch.round(t / scales(t)), -127, 127)  # round half to even
+
+
+def reference(input, weight, bias=None, stride=1, padding=0):
+    xq, wq = quantize(input), quantize(weight)
+    acc = F.conv2d(xq.double(), wq.double(), None, stride, padding)  # exact integer sums
+    sx, sw = scales(input).reshape(-1, 1, 1, 1), scales(weight).reshape(1, -1, 1, 1)
+    y = (acc.float() * sx) * sw
+    return y if bias is None else y + bias.reshape(1, -1, 1, 1)
+
+
+def away_from_ties(t: torch.Tensor) -> torch.Tensor:
+    """Move every t/scale at least 0.1 away from a rounding tie (x.5); the scales do not change."""
+    q = t / scales(t)
+    f = q - torch.round(q)
+    return torch.where(f.abs() > 0.4, (torch.round(q) + f.clamp(-0.4, 0.4)) * scales(t), t)
+
+
+def make_inputs(case: Case, device: str) -> Inputs:
+    """shape (N, C_in, H, W); params: cout, k (square kernel), bias, stride, padding."""
+    p = case.params
+    n, cin = case.shape[:2]
+    d = Draw(case, device)
+    x = d.tensor(case.shape, specials=SPECIALS)
+    w = d.tensor((p["cout"], cin, p["k"], p["k"]), specials=SPECIALS)
+    b = d.tensor((p["cout"],), dist="normal") if p.get("bias") else None
+    if case.dist == "corner":  # an all-zero image and output channel: their scale is 1
+        x[n - 1], w[p["cout"] // 2] = 0.0, 0.0
+    args = (away_from_ties(x).to(device), away_from_ties(w).to(device))
+    args += (None if b is None else b.to(device),)
+    return Inputs(args, {a: p[a] for a in ("stride", "padding") if a in p})
+
+
+def out_size(c: Case) -> tuple[int, int]:
+    s, pad, k = c.params.get("stride", 1), c.params.get("padding", 0), c.params["k"]
+    return tuple((x + 2 * pad - k) // s + 1 for x in c.shape[2:])
+
+
+def flops(c: Case) -> float:
+    oh, ow = out_size(c)
+    return 2.0 * c.shape[0] * c.params["cout"] * oh * ow * c.shape[1] * c.params["k"] ** 2
+
+
+def bytes_moved(c: Case) -> float:
+    n, cin, h, w = c.shape
+    oh, ow = out_size(c)
+    cout, k = c.params["cout"], c.params["k"]
+    return 4.0 * (n * cin * h * w + cout * cin * k * k + n * cout * oh * ow)
+
+
+TASK = Task(
+    entry="conv2d_w8a8",
+    signature=(
+        "conv2d_w8a8(input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor = None, "
+        "stride: int = 1, padding: int = 0) -> torch.Tensor"
+    ),
+    description=(
+        "W8A8 2-D convolution (cross-correlation) of a contiguous float32 NCHW `input` X "
+        "(N, C_in, H, W) with float32 `weight` W (C_out, C_in, k, k) and optional float32 "
+        "`bias` (C_out,); `stride` and zero `padding` are ints for both spatial dims (no "
+        "dilation, no groups). Output (N, C_out, OH, OW) float32, OH = (H + 2*padding - k) // "
+        "stride + 1, computed by exactly this recipe (the reference simulates it): per-image "
+        "scale sx[n] = max |X[n]| / 127 and per-output-channel scale sw[o] = max |W[o]| / 127, "
+        "in float32, with 1 in place of a zero scale; Xq = clamp(round(X / sx), -127, 127) and "
+        "Wq = clamp(round(W / sw), -127, 127) as int8, rounding half to even; acc = conv2d(Xq, "
+        "Wq) summed exactly in int32 (padding contributes 0); Y = (float32(acc) * sx[n]) * "
+        "sw[o] + bias[o], the bias added in float after dequantization. Inputs are drawn so "
+        "that no X/sx or W/sw lies within 0.1 of a rounding tie. Cases cover bias and none, "
+        "stride 1-3, padding, 1x1, 3x3 and 5x5 kernels, outliers, a 1e4 spike that takes over "
+        "its image's scale, and an all-zero image and output channel."
+    ),
+    math=r"Y_{n,o,i,j} = s^x_n s^w_o \sum_{c,u,v} \mathrm{rnd}(X_{n,c,si-p+u,sj-p+v}/s^x_n)\,"
+    r"\mathrm{rnd}(W_{o,c,u,v}/s^w_o) + b_o",
+    precision=(
+        "float32 in and out; int8 operands; the sum over (c, u, v) is exact (int32, or any "
+        "exact equivalent). Only the float32 rounding of the scales, the two products and the "
+        "bias add may differ (rtol=1e-5, atol=1e-5). A plain float conv2d differs from the "
+        "recipe by the quantization error (about 1% of |Y|) and fails."
+    ),
+    reference=reference,
+    make_inputs=make_inputs,
+    cases=(
+        Case((2, 8, 17, 19), seed=1, params={"cout": 12, "k": 3, "bias": True, "padding": 1}),
+        Case(
+            (3, 6, 23, 21),
+            seed=2,
+            dist="outlier",
+            params={"cout": 10, "k": 5, "stride": 2, "padding": 2},
+        ),
+        Case(
+            (3, 12, 15, 13),
+            seed=3,
+            dist="corner",
+            params={"cout": 16, "k": 3, "bias": True, "padding": 2},
+        ),
+        Case((1, 9, 31, 29), seed=4, params={"cout": 7, "k": 3, "stride": 3}),
+        Case((4, 16, 12, 10), seed=5, dist="outlier", params={"cout": 24, "k": 1, "bias": True}),
+    ),
+    bench=(
+        Case((32, 256, 56, 56), seed=11, params={"cout": 256, "k": 3, "bias": True, "padding": 1}),
+        Case(
+            (64, 64, 112, 112),
+            seed=12,
+            dist="outlier",
+            params={"cout": 128, "k": 3, "stride": 2, "padding": 1},
+        ),
+    ),
+    flops=flops,
+    bytes_moved=bytes_moved,
+    tolerance=Tolerance(rtol=1e-5, atol=1e-5),
+)

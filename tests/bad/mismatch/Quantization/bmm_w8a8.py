@@ -1,0 +1,19 @@
+"""Known-bad: a plain float bmm, no int8 quantization (a Triton kernel only copies the result).
+It must get `mismatch`: the task's recipe differs from the float product by the int8 error."""
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _copy(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=mask), mask=mask)
+
+
+def bmm_w8a8(input, mat2):
+    y = torch.bmm(input, mat2).contiguous()
+    out = torch.empty_like(y)
+    _copy[(triton.cdiv(y.numel(), 1024),)](y, out, y.numel(), BLOCK=1024)
+    return out

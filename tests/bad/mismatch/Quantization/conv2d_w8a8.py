@@ -1,0 +1,19 @@
+"""Known-bad: a plain float conv2d, no int8 quantization (a Triton kernel only copies the result).
+It must get `mismatch`: the task's recipe differs from the float convolution by the int8 error."""
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _copy(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=mask), mask=mask)
+
+
+def conv2d_w8a8(input, weight, bias=None, stride=1, padding=0):
+    y = torch.nn.functional.conv2d(input, weight, bias, stride, padding).contiguous()
+    out = torch.empty_like(y)
+    _copy[(triton.cdiv(y.numel(), 1024),)](y, out, y.numel(), BLOCK=1024)
+    return out

@@ -1,0 +1,21 @@
+"""Known-bad: a plain float16 linear, no int4 quantization (a Triton kernel only copies the result).
+It must get `mismatch`: the task's recipe differs from the float linear by the int4 error."""
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _copy(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=mask), mask=mask)
+
+
+def linear_w4a16(input, weight, bias=None):
+    b = None if bias is None else bias.float()
+    y = torch.nn.functional.linear(input.float(), weight.float(), b)
+    y = y.half().contiguous()
+    out = torch.empty_like(y)
+    _copy[(triton.cdiv(y.numel(), 1024),)](y, out, y.numel(), BLOCK=1024)
+    return out
