@@ -14,8 +14,16 @@ import triton.language as tl
 
 @triton.jit
 def _row_loss_kernel(
-    x_ptr, t_ptr, w_ptr, loss_ptr, wsum_ptr, C, stride_row, ignore_index,
-    HAS_WEIGHT: tl.constexpr, BLOCK: tl.constexpr,
+    x_ptr,
+    t_ptr,
+    w_ptr,
+    loss_ptr,
+    wsum_ptr,
+    C,
+    stride_row,
+    ignore_index,
+    HAS_WEIGHT: tl.constexpr,
+    BLOCK: tl.constexpr,
 ):
     row = tl.program_id(0)
     base = x_ptr + row.to(tl.int64) * stride_row
@@ -36,10 +44,7 @@ def _row_loss_kernel(
     t_safe = tl.where(keep, t, 0)
     x_t = tl.load(base + t_safe).to(tl.float32)
     loss = tl.log(s_row) - (x_t - m_row)
-    if HAS_WEIGHT:
-        w = tl.load(w_ptr + t_safe).to(tl.float32)
-    else:
-        w = 1.0
+    w = tl.load(w_ptr + t_safe).to(tl.float32) if HAS_WEIGHT else 1.0
     w = tl.where(keep, w, 0.0)
     tl.store(loss_ptr + row, tl.where(keep, loss * w, 0.0))
     tl.store(wsum_ptr + row, w)
@@ -71,8 +76,17 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     w = weight.contiguous() if weight is not None else loss  # dummy pointer when unused
     BLOCK = min(triton.next_power_of_2(C), 2048)
     _row_loss_kernel[(N,)](
-        x, t, w, loss, wsum, C, x.stride(0), ignore_index,
-        HAS_WEIGHT=weight is not None, BLOCK=BLOCK, num_warps=8 if BLOCK >= 2048 else 4,
+        x,
+        t,
+        w,
+        loss,
+        wsum,
+        C,
+        x.stride(0),
+        ignore_index,
+        HAS_WEIGHT=weight is not None,
+        BLOCK=BLOCK,
+        num_warps=8 if BLOCK >= 2048 else 4,
     )
     if reduction == "none":
         return loss

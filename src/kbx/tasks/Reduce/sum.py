@@ -75,9 +75,9 @@ TASK = Task(
         Case((11, 23, 31), seed=6, params={"dim": (0, 1, 2), "dtype": torch.float64}),
     ),
     bench=(
-        Case((1 << 26,), seed=11, params={"dim": 0}),
-        Case((4096, 16384), seed=12, params={"dim": -1}),
-        Case((64, 4096, 256), seed=13, params={"dim": 1}),
+        Case((1 << 27,), seed=11, params={"dim": 0}),
+        Case((8192, 16384), seed=12, params={"dim": -1}),
+        Case((64, 8192, 256), seed=13, params={"dim": 1}),
     ),
     flops=lambda c: float(numel(c.shape)),
     bytes_moved=lambda c: 4.0 * numel(c.shape),
