@@ -56,9 +56,11 @@ def main(job_path: str) -> int:
         channel.send("imported")
         counter.required = job["require_triton"]
         results = runner.run_cases(task, plan, entry, counter, channel, job.get("lock"))
-        timings = []
+        timings: list[dict[str, float]] = []
         if job["perf"]:
-            timings = runner.time_bench(task, plan, entry, channel, job.get("lock"))
+            timings, results["timed"] = runner.time_bench(
+                task, plan, entry, channel, job.get("lock")
+            )
     except runner.CandidateFailure as failure:
         channel.send("reject", verdict=failure.verdict, detail=failure.detail)
         return 0

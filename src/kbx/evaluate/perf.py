@@ -9,12 +9,11 @@ performance engine).
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 import torch
 
-from kbx.evaluate.runner import clone, exclusive
-from kbx.evaluate.timing import Timing, time_call
+from kbx.evaluate.runner import exclusive, time_case
+from kbx.evaluate.timing import Timing
 from kbx.result import CaseTiming, geometric_mean
 from kbx.task import Task
 from kbx.verdict import Reject, Verdict
@@ -28,15 +27,9 @@ def eager_timing(task: Task, index: int, lock_path: str | None) -> Timing:
     with _lock:
         if key not in _eager:
             case = task.bench[index]
-            inputs = task.make_inputs(case, "cuda")
-            args, kwargs = clone(inputs.args), clone(dict(inputs.kwargs))
-
-            def call(a: Any = args, k: Any = kwargs) -> Any:
-                with torch.no_grad():
-                    return task.reference(*a, **k)
-
-            with exclusive(lock_path):
-                _eager[key] = time_call(call)
+            inputs = task.make_inputs(case, "cuda")  # the same engine and rotation as candidates
+            with exclusive(lock_path), torch.no_grad():
+                _eager[key], _ = time_case(task, case, inputs, task.reference)
         return _eager[key]
 
 

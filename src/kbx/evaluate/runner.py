@@ -165,26 +165,84 @@ def run_all_cases(
     return results
 
 
+def input_sets(inputs: Inputs) -> list[tuple[Any, dict[str, Any]]]:
+    """Copies of a benchmark case's inputs at distinct addresses, enough to exceed twice the L2
+    (at least 2, at most 8), so that consecutive timed calls never see warm or repeated buffers."""
+    import torch
+
+    size = sum(t.nbytes for t in leaves(inputs.args) + leaves(list(inputs.kwargs.values())))
+    l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
+    n = 2 if size * 2 > 8 << 30 else max(2, min(8, -(-2 * l2 // max(size, 1))))
+    return [(clone(inputs.args), clone(dict(inputs.kwargs))) for _ in range(n)]
+
+
+def leaves(x: Any) -> list[Any]:
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, tuple | list):
+        return [t for v in x for t in leaves(v)]
+    return []
+
+
+def restore(dst: Any, src: Any) -> None:
+    for d, s in zip(leaves(dst), leaves(src), strict=True):
+        d.copy_(s)
+
+
 def time_bench(
     task: Task, plan: Plan, entry: Callable[..., Any], channel: Sender, lock: str | None
-) -> list[dict[str, float]]:
-    from kbx.evaluate.timing import time_call
-
-    timings = []
-    for i, (_, inputs) in enumerate(plan.bench):
+) -> tuple[list[dict[str, float]], list[list[Any]]]:
+    """Time every benchmark case; also return the output of each case's last timed call, which
+    the parent checks like any other output (a candidate that only computes when watched, or
+    that replays stale results, fails there)."""
+    timings, timed_outputs = [], []
+    for i, (case, inputs) in enumerate(plan.bench):
         channel.send("timing", index=i)
-        args, kwargs = clone(inputs.args), clone(dict(inputs.kwargs))
-
-        def timed(a: Any = args, k: Any = kwargs) -> Any:
-            return entry(*a, **k)
-
         with exclusive(lock):
             try:
-                t = time_call(timed)
+                t, out = time_case(task, case, inputs, entry)
             except BaseException as exc:  # noqa: BLE001
                 raise CandidateFailure(classify(exc), explain(exc, Path(CANDIDATE_PATH))) from None
-        timings.append({"median_ms": t.median_ms, "min_ms": t.min_ms, "reps": t.reps})
-    return timings
+        timed_outputs.append([to_cpu(out)])
+        timings.append(
+            {
+                "median_ms": t.median_ms,
+                "ci_low_ms": t.ci_low_ms,
+                "ci_high_ms": t.ci_high_ms,
+                "min_ms": t.min_ms,
+                "reps": t.reps,
+            }
+        )
+    return timings, timed_outputs
+
+
+def time_case(task: Task, case: Case, inputs: Inputs, entry: Callable[..., Any]) -> tuple[Any, Any]:
+    """Timing of one benchmark case over rotating input sets, and its last timed output."""
+    from kbx.evaluate.timing import time_calls
+
+    sets = input_sets(inputs)
+    last: dict[str, Any] = {}
+
+    def make(j: int) -> Callable[[], None]:
+        args, kwargs = sets[j]
+
+        def call() -> None:
+            last["out"], last["set"] = entry(*args, **kwargs), j
+
+        return call
+
+    def prepare(j: int) -> None:
+        if task.inplace:  # every timed call starts from the case's own inputs
+            restore(
+                (sets[j][0], list(sets[j][1].values())), (inputs.args, list(inputs.kwargs.values()))
+            )
+        torch.manual_seed(case.seed)
+
+    timing = time_calls([make(j) for j in range(len(sets))], prepare)
+    out = last["out"]
+    if task.inplace:
+        out = (out, tuple(sets[last["set"]][0][p] for p in task.inplace))
+    return timing, out
 
 
 class exclusive:
