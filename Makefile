@@ -20,7 +20,6 @@ $(VENV)/.installed: pyproject.toml
 demo: install
 	rm -rf runs/demo
 	$(BIN)/kbx eval examples/demo.jsonl --device cpu --out runs/demo
-	$(BIN)/kbx report runs/demo
 
 test: install
 	$(BIN)/python -m pytest -q

@@ -125,9 +125,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
             on_start=started,
             on_result=lambda r: bar.update(progress, advance=1, last=f"{r.task_id}: {r.verdict}"),
         )
-    from kbx.report import load_records
+    from kbx.report import failures_table, load_records
 
-    console.print(category_table(load_records(out), title=f"{source} on {device}"))
+    records = load_records(out)
+    console.print(category_table(records, title=f"{source} on {device}"))
+    if any(r["verdict"] != "passed" for r in records):
+        console.print(failures_table(records, limit=20))
     console.print(f"results: {out / 'results.jsonl'}  summary: {out / 'summary.json'}")
     if summary["harness_errors"]:
         console.print(f"[red]{summary['harness_errors']} harness errors (kbx's fault)[/red]")
