@@ -50,3 +50,13 @@ def test_validate_runs_reference_through_the_pipeline(tmp_path):
     assert all(r.ok for r in reports), [r.failures for r in reports]
     assert all(r.probes["reference"] == "passed" for r in reports)
     assert reports[1].probes["noise"] == "exempt"
+
+
+def test_the_whole_suite_validates_on_cpu(tmp_path):
+    """`kbx validate --device cpu` over every task: the suite's soundness is part of CI."""
+    from kbx.suite import load_suite
+
+    tasks = list(load_suite().values())
+    reports = validate(tasks, EvalConfig(device="cpu", run_dir=tmp_path), jobs=2)
+    failed = {r.task_id: r.failures for r in reports if not r.ok}
+    assert not failed
