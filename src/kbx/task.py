@@ -40,6 +40,12 @@ class Case:
             raise ValueError(f"case shape must be positive, got {self.shape}")
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
 
+    @property
+    def torch_seed(self) -> int:
+        """The seed torch's generator gets before each call: derived from, but not equal to, the
+        input seed, so a random op's stream is not the stream that drew the inputs."""
+        return (self.seed * 2654435761 + 0x9E3779B9) % (1 << 31)
+
     def label(self) -> str:
         dims = "x".join(str(d) for d in self.shape)
         extra = ",".join(f"{k}={v}" for k, v in self.params.items())

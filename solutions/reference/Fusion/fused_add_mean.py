@@ -23,7 +23,6 @@ def _add_mean_kernel(
     M,
     K,
     k_per_split,
-    inv_k,
     alpha,
     other_scalar,
     S1,
@@ -70,19 +69,19 @@ def _add_mean_kernel(
         acc += tl.where(m, z, 0.0).to(acc_ty)
     s = tl.sum(acc, axis=1)
     if SINGLE:
-        tl.store(y_ptr + rows, s * inv_k, mask=row_ok)
+        tl.store(y_ptr + rows, s / K, mask=row_ok)  # K converts exactly (0/0: NaN mean)
     else:
         tl.store(part_ptr + split * M + rows, s, mask=row_ok)
 
 
 @triton.jit
-def _finish_kernel(part_ptr, y_ptr, M, SPLIT, inv_k, BLOCK: tl.constexpr):
+def _finish_kernel(part_ptr, y_ptr, M, SPLIT, K, BLOCK: tl.constexpr):
     rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     ok = rows < M
     s = tl.load(part_ptr + rows, mask=ok, other=0.0)
     for i in range(1, SPLIT):  # fixed order: deterministic
         s += tl.load(part_ptr + i * M + rows, mask=ok, other=0.0)
-    tl.store(y_ptr + rows, s * inv_k, mask=ok)
+    tl.store(y_ptr + rows, s / K, mask=ok)  # not * (1/K): a float argument is float32
 
 
 def _dims(dim, nd):
@@ -139,7 +138,6 @@ def fused_add_mean(input, other, dim=None, alpha=1, keepdim=False, dtype=None, o
         k_per_split = max(triton.cdiv(triton.cdiv(K, split), BLOCK_K) * BLOCK_K, BLOCK_K)
         split = max(triton.cdiv(K, k_per_split), 1)
         part = torch.empty((split, M), device=y.device, dtype=out_dtype) if split > 1 else y
-        inv_k = 1.0 / K if K else float("nan")  # the mean of nothing is NaN
         _add_mean_kernel[(m_blocks, split)](
             input,
             input if scalar else other,
@@ -148,7 +146,6 @@ def fused_add_mean(input, other, dim=None, alpha=1, keepdim=False, dtype=None, o
             M,
             K,
             k_per_split,
-            inv_k,
             float(alpha),
             float(other) if scalar else 0.0,
             sizes[1],
@@ -164,7 +161,7 @@ def fused_add_mean(input, other, dim=None, alpha=1, keepdim=False, dtype=None, o
             num_warps=8 if BLOCK_M * BLOCK_K >= 2048 else 4,
         )
         if split > 1:
-            _finish_kernel[(triton.cdiv(M, 256),)](part, y, M, split, inv_k, BLOCK=256)
+            _finish_kernel[(triton.cdiv(M, 256),)](part, y, M, split, K, BLOCK=256)
     if keepdim:
         y = y.view([1 if d in dims else s for d, s in enumerate(shape)])
     else:

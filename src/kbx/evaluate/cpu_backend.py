@@ -4,7 +4,8 @@ Only applied when the child runs with ``TRITON_INTERPRET=1``:
 - multi-config autotuning needs a GPU to benchmark configurations; on the CPU every configuration
   computes the same result, so the first one is kept;
 - libdevice functions (``extern_elementwise``) are computed by ``kbx.evaluate.libdevice``;
-- a kernel that reads a non-constexpr global fails as it would when compiled for the GPU.
+- a kernel that reads a non-constexpr global fails as it would when compiled for the GPU;
+- Python float arguments are float32 scalars, as on the GPU (the interpreter keeps doubles).
 """
 
 from __future__ import annotations
@@ -87,6 +88,20 @@ def apply() -> None:
         return scope
 
     interpreter._patch_lang = patch_lang
+    original_cvt = interpreter._implicit_cvt
+
+    def float32_scalars(arg: Any) -> Any:
+        """A Python float argument is a float32 scalar on the GPU; the interpreter would keep it
+        as a double and compute scalar arithmetic more precisely than the GPU does."""
+        if isinstance(arg, float):
+            import numpy as np
+            import triton.language as tl
+
+            handle = interpreter.TensorHandle(np.array([arg], dtype=np.float32), tl.float32)
+            return tl.tensor(handle, tl.float32)
+        return original_cvt(arg)
+
+    interpreter._implicit_cvt = float32_scalars
 
     original_init = autotuner.Autotuner.__init__
 

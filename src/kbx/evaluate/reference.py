@@ -33,11 +33,11 @@ def expected(task: Task, kind: str, index: int, device: str) -> tuple[Inputs, An
     case: Case = (task.cases if kind == "cases" else task.bench)[index]
     inputs = task.make_inputs(case, device)
     if kind != "cases":  # bench and timed outputs of one case share its inputs
-        return inputs, run_reference(task, inputs, case.seed, device)
+        return inputs, run_reference(task, inputs, case.torch_seed, device)
     key = (task.id, device, kind, index)
     with _lock:
         if key not in _cache:
-            _cache[key] = run_reference(task, inputs, case.seed, device)
+            _cache[key] = run_reference(task, inputs, case.torch_seed, device)
         return inputs, _cache[key]
 
 

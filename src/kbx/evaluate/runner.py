@@ -155,7 +155,8 @@ def run_all_cases(
         for i, (case, inputs) in enumerate(items):
             channel.send("case", kind=kind, index=i)
             before = counter.launches
-            seeds = (case.seed, case.seed, case.seed + 7919) if task.random else (case.seed,)
+            seed = case.torch_seed
+            seeds = (seed, seed, seed + 7919) if task.random else (seed,)
             outs = [call(task, entry, inputs, s, plan.device) for s in seeds]
             if counter.required and counter.launches == before:
                 raise CandidateFailure(
@@ -236,7 +237,7 @@ def time_case(task: Task, case: Case, inputs: Inputs, entry: Callable[..., Any])
             restore(
                 (sets[j][0], list(sets[j][1].values())), (inputs.args, list(inputs.kwargs.values()))
             )
-        torch.manual_seed(case.seed)
+        torch.manual_seed(case.torch_seed)
 
     timing = time_calls([make(j) for j in range(len(sets))], prepare)
     out = last["out"]
