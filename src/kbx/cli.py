@@ -104,7 +104,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
         limits = replace(
             limits, import_s=args.timeout_s, case_s=args.timeout_s, timing_s=args.timeout_s
         )
-    cfg = EvalConfig(device=device, perf=not args.no_perf, limits=limits, run_dir=out.resolve())
+    cfg = EvalConfig(
+        device=device,
+        perf=not args.no_perf,
+        limits=limits,
+        run_dir=out.resolve(),
+        baseline_cache=None
+        if args.baselines == "none"
+        else Path(args.baselines or cache_dir() / "baselines.sqlite"),
+        compile_baseline=not args.no_compile_baseline,
+    )
     with progress_bar() as bar:
         progress = bar.add_task("evaluating", total=None, last="")
 
@@ -208,6 +217,13 @@ def progress_bar() -> Progress:
     )
 
 
+def cache_dir() -> Path:
+    """Where kbx keeps what outlives a run: $KBX_CACHE_DIR, else $XDG_CACHE_HOME/kbx."""
+    if os.environ.get("KBX_CACHE_DIR"):
+        return Path(os.environ["KBX_CACHE_DIR"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kbx"
+
+
 def default_jobs(device: str) -> int:
     """Children in flight: the cores on the CPU; on a GPU enough to hide start-up and compile."""
     cores = os.cpu_count() or 1
@@ -255,6 +271,18 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--no-perf", action="store_true", help="skip timing on cuda")
     e.add_argument(
         "--jobs", type=int, help="candidates in flight (default: cores on cpu, 4 on cuda)"
+    )
+    e.add_argument(
+        "--baselines",
+        metavar="FILE",
+        help="SQLite cache of eager/torch.compile "
+        "timings reused across runs (default: $KBX_CACHE_DIR/baselines.sqlite; "
+        "'none': measure every run)",
+    )
+    e.add_argument(
+        "--no-compile-baseline",
+        action="store_true",
+        help="time only PyTorch eager, not torch.compile of the reference",
     )
     e.add_argument("--timeout-s", type=float, help="limit for import, each case and each timing")
     e.set_defaults(fn=cmd_eval)

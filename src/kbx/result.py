@@ -19,6 +19,7 @@ class CaseTiming:
     kernel_ms: float
     eager_ms: float
     reps: int
+    compile_ms: float | None = None  # torch.compile (default mode) of the reference; None: failed
 
     @property
     def speedup(self) -> float:
@@ -35,6 +36,7 @@ class Result:
     device: str
     stage: str  # where the evaluation ended: read | import | run | check | perf | done
     speedup: float | None = None  # geometric mean over benchmark cases, vs PyTorch eager
+    speedup_compile: float | None = None  # the same vs torch.compile, when it compiled every case
     cases: list[CaseTiming] = field(default_factory=list)
     fingerprint: dict[str, Any] = field(default_factory=dict)
     task_version: int | None = None

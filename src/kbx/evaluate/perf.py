@@ -1,42 +1,107 @@
-"""Trusted side of performance: PyTorch eager timed on the same GPU, in the same run.
+"""Trusted side of performance: PyTorch baselines timed on the same GPU, in the same run.
 
-The candidate's benchmark cases are timed in its child (``runner.time_bench``); the eager
-baseline is timed here, in the parent, with the same engine and under the same per-GPU lock.
-Baselines are cached for the life of the process (a persistent cache comes with the
-performance engine).
+The candidate's benchmark cases are timed in its child (``runner.time_bench``); the baselines,
+PyTorch eager and ``torch.compile`` (default mode) of the task's reference, are timed here, in
+the parent, with the same engine and under the same per-GPU lock.  They are cached in memory for
+the run and, with ``BaselineCache``, across runs, keyed by GPU, driver, torch, triton, task id and
+version, case and baseline kind: a number measured under other software is never reused.
 """
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import threading
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
 
 import torch
 
 from kbx.evaluate.runner import exclusive, time_case
-from kbx.evaluate.timing import Timing
+from kbx.hardware import fingerprint
 from kbx.result import CaseTiming, geometric_mean
 from kbx.task import Task
 from kbx.verdict import Reject, Verdict
 
-_eager: dict[tuple[str, int], Timing] = {}
+KINDS = ("eager", "compile")
+_memory: dict[str, float | None] = {}
 _lock = threading.Lock()
 
 
-def eager_timing(task: Task, index: int, lock_path: str | None) -> Timing:
-    key = (task.id, index)
+class BaselineCache:
+    """Baseline medians (ms) in SQLite; a failed torch.compile is cached as None."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("CREATE TABLE IF NOT EXISTS baselines (key TEXT PRIMARY KEY, ms REAL)")
+
+    def get(self, key: str) -> tuple[bool, float | None]:
+        row = self.db.execute("SELECT ms FROM baselines WHERE key = ?", (key,)).fetchone()
+        return (row is not None, row[0] if row else None)
+
+    def put(self, key: str, ms: float | None) -> None:
+        self.db.execute("INSERT OR REPLACE INTO baselines VALUES (?, ?)", (key, ms))
+
+
+@cache
+def open_cache(path: Path | None) -> BaselineCache | None:
+    return BaselineCache(path) if path else None
+
+
+def baseline_key(task: Task, index: int, kind: str) -> str:
+    fp = fingerprint("cuda")
+    parts = {k: fp[k] for k in ("gpu", "driver", "torch", "triton")}
+    parts.update(task=task.id, version=task.version, case=index, kind=kind)
+    return json.dumps(parts, sort_keys=True)
+
+
+def measure(task: Task, index: int, kind: str) -> float | None:
+    case = task.bench[index]
+    inputs = task.make_inputs(case, "cuda")  # the same engine and input rotation as candidates
+    fn: Callable[..., Any] = task.reference
+    if kind == "compile":
+        torch._dynamo.reset()
+        fn = torch.compile(task.reference)
+    try:
+        with torch.no_grad():
+            timing, _ = time_case(task, case, inputs, fn)
+    except Exception:  # noqa: BLE001 - torch.compile cannot handle every reference
+        if kind == "eager":
+            raise
+        return None
+    return timing.median_ms
+
+
+def baseline_ms(
+    task: Task, index: int, kind: str, lock_path: str | None, cache: BaselineCache | None
+) -> float | None:
+    key = baseline_key(task, index, kind)
     with _lock:
-        if key not in _eager:
-            case = task.bench[index]
-            inputs = task.make_inputs(case, "cuda")  # the same engine and rotation as candidates
-            with exclusive(lock_path), torch.no_grad():
-                _eager[key], _ = time_case(task, case, inputs, task.reference)
-        return _eager[key]
+        if key in _memory:
+            return _memory[key]
+        found, ms = cache.get(key) if cache else (False, None)
+        if not found:
+            with exclusive(lock_path):
+                ms = measure(task, index, kind)
+            if cache:
+                cache.put(key, ms)
+        _memory[key] = ms
+        return ms
 
 
 def speedups(
-    task: Task, timings: list[dict[str, float]], lock_path: str | None
-) -> tuple[list[CaseTiming], float]:
-    """Per-case timings against eager and their geometric-mean speedup; every case must count."""
+    task: Task,
+    timings: list[dict[str, float]],
+    lock_path: str | None,
+    cache: BaselineCache | None = None,
+    with_compile: bool = True,
+) -> tuple[list[CaseTiming], float, float | None]:
+    """Per-case timings against the baselines and geometric-mean speedups (vs eager, vs
+    torch.compile when it works on every case); every case must count."""
     if len(timings) != len(task.bench):
         raise Reject(Verdict.CRASHED, f"timed {len(timings)} of {len(task.bench)} benchmark cases")
     cases = []
@@ -44,6 +109,15 @@ def speedups(
         kernel_ms = float(t.get("median_ms", 0.0))
         if not kernel_ms > 0:
             raise Reject(Verdict.CRASHED, f"bench {i}: no valid timing")
-        eager = eager_timing(task, i, lock_path)
-        cases.append(CaseTiming(i, case.label(), kernel_ms, eager.median_ms, int(t.get("reps", 0))))
-    return cases, geometric_mean([c.speedup for c in cases])
+        eager = baseline_ms(task, i, "eager", lock_path, cache)
+        compiled = baseline_ms(task, i, "compile", lock_path, cache) if with_compile else None
+        assert eager is not None
+        cases.append(
+            CaseTiming(
+                i, case.label(), kernel_ms, eager, int(t.get("reps", 0)), compile_ms=compiled
+            )
+        )
+    vs_compile = None
+    if all(c.compile_ms for c in cases):
+        vs_compile = geometric_mean([c.compile_ms / c.kernel_ms for c in cases])  # type: ignore[operator]
+    return cases, geometric_mean([c.speedup for c in cases]), vs_compile

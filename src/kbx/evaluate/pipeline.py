@@ -25,6 +25,8 @@ class EvalConfig:
     run_dir: Path | None = None  # holds the Triton cache and the timing lock
     threads: int = 1
     require_triton: bool = True  # off only to validate a task's PyTorch reference as a candidate
+    baseline_cache: Path | None = None  # SQLite file of baselines reused across runs
+    compile_baseline: bool = True  # also time torch.compile of the reference
 
     @property
     def timed(self) -> bool:
@@ -62,7 +64,9 @@ def evaluate(candidate: Candidate, cfg: EvalConfig) -> Result:
         result = Result.of(candidate, cfg.device, Verdict.PASSED, "all cases match", "done")
         if cfg.timed:
             stage = "perf"
-            result.cases, result.speedup = perf.speedups(task, child.timings, lock)
+            result.cases, result.speedup, result.speedup_compile = perf.speedups(
+                task, child.timings, lock, perf.open_cache(cfg.baseline_cache), cfg.compile_baseline
+            )
             result.detail = f"all cases match; {result.speedup:.3g}x vs eager"
         result.task_version = task.version
     except Reject as r:
