@@ -2,6 +2,7 @@
 # Validation run on a CUDA machine, from the source tree.  Writes into $OUT (default ./gpu-out):
 #   env.txt (GPU, driver, versions, date), log.txt, reference.jsonl, bad.jsonl, validate.json
 # Usage: scripts/gpu_validation.sh [TASK_GLOBS]   (comma-separated globs; run from the repo root)
+# EVAL_FLAGS (default: --no-compile-baseline --baselines none) go to the reference eval.
 set -uo pipefail
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
@@ -18,7 +19,7 @@ RUN=$(mktemp -d)
 {
   echo "== kbx eval solutions/reference --device cuda --tasks '$GLOB'"
   start=$(date +%s)
-  $KBX eval solutions/reference --device cuda --tasks "$GLOB" --out "$RUN/ref"
+  $KBX eval solutions/reference --device cuda --tasks "$GLOB" --out "$RUN/ref" --jobs 8 ${EVAL_FLAGS:---no-compile-baseline --baselines none}
   echo "wall: $(( $(date +%s) - start )) s"
   cp "$RUN/ref/results.jsonl" "$OUT/reference.jsonl"
   echo "== kbx eval tests/bad --device cuda --tasks '$GLOB' (each folder names the verdict)"
