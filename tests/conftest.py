@@ -36,7 +36,7 @@ def run_source(tmp_path: Path) -> EvalFn:
     ) -> list[dict[str, Any]]:
         out = out or tmp_path / f"run-{len(list(tmp_path.iterdir()))}"
         limits = Limits(import_s=timeout_s, case_s=timeout_s, timing_s=max(timeout_s, 120.0))
-        cfg = EvalConfig(device=device, limits=limits, run_dir=out)
+        cfg = EvalConfig(device=device, limits=limits, run_dir=out, compile_baseline=False)
         run_eval(source, out, cfg, jobs, pattern)
         return [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
 
