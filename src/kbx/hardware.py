@@ -1,10 +1,14 @@
-"""What a result was measured with: device, GPU name, driver, torch, triton, Python, kbx."""
+"""What a result was measured with (device, GPU, driver, torch, triton, Python, kbx) and what the
+GPU can do at best (measured peaks, for the roofline)."""
 
 from __future__ import annotations
 
+import json
 import platform
 import subprocess
+from dataclasses import asdict, dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -49,3 +53,63 @@ def driver_version() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip().splitlines()[0] if out.stdout.strip() else None
+
+
+@dataclass(frozen=True)
+class Peaks:
+    """What this GPU can do, measured: copy bandwidth and matmul throughput per dtype."""
+
+    bandwidth_gbs: float
+    tflops: dict[str, float]
+
+    def floor_ms(self, bytes_moved: float, flops: float) -> float:
+        """No kernel can be faster: the bytes at full bandwidth, or the FLOPs at the best peak."""
+        memory_ms = bytes_moved / (self.bandwidth_gbs * 1e9) * 1e3
+        compute_ms = flops / (max(self.tflops.values()) * 1e12) * 1e3
+        return max(memory_ms, compute_ms)
+
+
+def measure_peaks() -> Peaks:
+    """A 1 GiB device copy and 8192^3 matmuls (fp32, tf32, fp16, bf16), best of several."""
+    from kbx.evaluate.timing import time_call
+
+    src = torch.empty(1 << 28, dtype=torch.float32, device="cuda")
+    dst = torch.empty_like(src)
+    copy = time_call(lambda: dst.copy_(src))
+    bandwidth = 2 * src.nbytes / (copy.min_ms * 1e-3) / 1e9
+    tflops = {}
+    n = 8192
+    for name, dtype, tf32 in (
+        ("fp32", torch.float32, False),
+        ("tf32", torch.float32, True),
+        ("fp16", torch.float16, False),
+        ("bf16", torch.bfloat16, False),
+    ):
+        a = torch.randn(n, n, device="cuda").to(dtype)
+
+        def matmul(a: torch.Tensor = a) -> torch.Tensor:
+            return a @ a
+
+        previous = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        try:
+            t = time_call(matmul)
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = previous
+        tflops[name] = 2 * n**3 / (t.min_ms * 1e-3) / 1e12
+    return Peaks(bandwidth, tflops)
+
+
+def load_peaks(cache: Path | None) -> Peaks:
+    """Peaks of this GPU and software, measured once and cached as JSON next to the baselines."""
+    fp = fingerprint("cuda")
+    key = "-".join(str(fp[k]) for k in ("gpu", "driver", "torch")).replace(" ", "_")
+    path = cache / f"peaks-{key}.json" if cache else None
+    if path and path.exists():
+        data = json.loads(path.read_text())
+        return Peaks(data["bandwidth_gbs"], data["tflops"])
+    peaks = measure_peaks()
+    if path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(asdict(peaks), indent=1))
+    return peaks

@@ -20,6 +20,9 @@ class CaseTiming:
     eager_ms: float
     reps: int
     compile_ms: float | None = None  # torch.compile (default mode) of the reference; None: failed
+    floor_ms: float | None = None  # roofline: the fastest this case can physically run here
+    achieved_gbs: float | None = None
+    achieved_tflops: float | None = None
 
     @property
     def speedup(self) -> float:

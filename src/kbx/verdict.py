@@ -24,6 +24,8 @@ class Verdict(StrEnum):
     WRONG_SHAPE = "wrong_shape"  # also: wrong structure (tuple vs tensor, count of outputs)
     WRONG_DTYPE = "wrong_dtype"
     MISMATCH = "mismatch"  # values, a failed property check, or a non-deterministic random op
+    # found by the trusted timing
+    TOO_FAST = "too_fast"  # timed below the GPU's physical floor for the case: impossible
     # kbx's own fault, counted apart and never blamed on the candidate
     HARNESS_ERROR = "harness_error"
 

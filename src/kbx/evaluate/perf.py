@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from kbx.evaluate.runner import exclusive, time_case
-from kbx.hardware import fingerprint
+from kbx.hardware import Peaks, fingerprint, load_peaks
 from kbx.result import CaseTiming, geometric_mean
 from kbx.task import Task
 from kbx.verdict import Reject, Verdict
@@ -93,12 +93,46 @@ def baseline_ms(
         return ms
 
 
+_peaks: dict[str, Peaks] = {}
+
+
+def peaks(cache_dir: Path | None, lock_path: str | None) -> Peaks:
+    """This GPU's measured peaks, once per process (and cached on disk)."""
+    with _lock:
+        key = str(cache_dir)
+        if key not in _peaks:
+            with exclusive(lock_path):
+                _peaks[key] = load_peaks(cache_dir)
+        return _peaks[key]
+
+
+def roofline(task: Task, index: int, kernel_ms: float, limits: Peaks) -> dict[str, float]:
+    """Achieved throughput of a case, and ``too_fast`` below the physical floor (10% slack for
+    timer noise and for peaks measured a little under the hardware's)."""
+    case = task.bench[index]
+    flops, moved = task.flops(case), task.bytes_moved(case)
+    floor = limits.floor_ms(moved, flops)
+    if kernel_ms < floor / 1.1:
+        raise Reject(
+            Verdict.TOO_FAST,
+            f"bench {index} ({case.label()}): {kernel_ms:.4g} ms is "
+            f"below this GPU's floor of {floor:.4g} ms for {moved:.3g} B and {flops:.3g} "
+            "FLOP: not a real speedup",
+        )
+    return {
+        "floor_ms": floor,
+        "achieved_gbs": moved / (kernel_ms * 1e-3) / 1e9,
+        "achieved_tflops": flops / (kernel_ms * 1e-3) / 1e12,
+    }
+
+
 def speedups(
     task: Task,
     timings: list[dict[str, float]],
     lock_path: str | None,
     cache: BaselineCache | None = None,
     with_compile: bool = True,
+    limits: Peaks | None = None,
 ) -> tuple[list[CaseTiming], float, float | None]:
     """Per-case timings against the baselines and geometric-mean speedups (vs eager, vs
     torch.compile when it works on every case); every case must count."""
@@ -112,9 +146,16 @@ def speedups(
         eager = baseline_ms(task, i, "eager", lock_path, cache)
         compiled = baseline_ms(task, i, "compile", lock_path, cache) if with_compile else None
         assert eager is not None
+        extra = roofline(task, i, kernel_ms, limits) if limits else {}
         cases.append(
             CaseTiming(
-                i, case.label(), kernel_ms, eager, int(t.get("reps", 0)), compile_ms=compiled
+                i,
+                case.label(),
+                kernel_ms,
+                eager,
+                int(t.get("reps", 0)),
+                compile_ms=compiled,
+                **extra,
             )
         )
     vs_compile = None

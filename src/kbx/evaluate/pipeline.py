@@ -65,7 +65,12 @@ def evaluate(candidate: Candidate, cfg: EvalConfig) -> Result:
         if cfg.timed:
             stage = "perf"
             result.cases, result.speedup, result.speedup_compile = perf.speedups(
-                task, child.timings, lock, perf.open_cache(cfg.baseline_cache), cfg.compile_baseline
+                task,
+                child.timings,
+                lock,
+                perf.open_cache(cfg.baseline_cache),
+                cfg.compile_baseline,
+                perf.peaks(cfg.baseline_cache.parent if cfg.baseline_cache else None, lock),
             )
             result.detail = f"all cases match; {result.speedup:.3g}x vs eager"
         result.task_version = task.version
