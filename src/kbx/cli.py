@@ -98,7 +98,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if not source.exists():
         console.print(f"[red]{source}: no such file or folder[/red]")
         return 2
-    jobs = args.jobs or default_jobs(device)
+    gpus = [int(g) for g in args.gpus.split(",")] if args.gpus else None
+    jobs = args.jobs or default_jobs(device) * (len(gpus) if gpus else 1)
     limits = Limits()
     if args.timeout_s:
         limits = replace(
@@ -133,6 +134,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             args.tasks,
             on_start=started,
             on_result=lambda r: bar.update(progress, advance=1, last=f"{r.task_id}: {r.verdict}"),
+            gpus=gpus,
         )
     from kbx.report import failures_table, load_records
 
@@ -225,7 +227,7 @@ def cache_dir() -> Path:
 
 
 def default_jobs(device: str) -> int:
-    """Children in flight: the cores on the CPU; on a GPU enough to hide start-up and compile."""
+    """Children in flight: the cores on the CPU; per GPU enough to hide start-up and compile."""
     cores = os.cpu_count() or 1
     return cores if device == "cpu" else max(2, min(8, cores // 2))
 
@@ -271,6 +273,11 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--no-perf", action="store_true", help="skip timing on cuda")
     e.add_argument(
         "--jobs", type=int, help="candidates in flight (default: cores on cpu, 4 on cuda)"
+    )
+    e.add_argument(
+        "--gpus",
+        metavar="LIST",
+        help="spread the work over these visible GPUs, e.g. 0,1 (default: the current one)",
     )
     e.add_argument(
         "--baselines",

@@ -6,9 +6,10 @@ multi-GPU or Ray backend later): it takes candidates and yields results as they 
 
 from __future__ import annotations
 
+import queue
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +21,28 @@ from kbx.suite import select
 
 
 class Scheduler:
-    def __init__(self, cfg: EvalConfig, jobs: int) -> None:
+    """``jobs`` candidates in flight, spread round-robin over ``gpus`` (each job slot belongs to
+    one GPU; its child sees only that GPU and its timings take that GPU's lock)."""
+
+    def __init__(self, cfg: EvalConfig, jobs: int, gpus: list[int] | None = None) -> None:
         self.cfg, self.jobs = cfg, max(1, jobs)
+        choices: list[int | None] = list(gpus) if gpus else [None]
+        self.slots: queue.Queue[int | None] = queue.Queue()
+        for i in range(self.jobs):
+            self.slots.put(choices[i % len(choices)])
+
+    def evaluate(self, candidate: Candidate) -> Result:
+        gpu = self.slots.get()
+        try:
+            return evaluate(candidate, replace(self.cfg, gpu=gpu))
+        finally:
+            self.slots.put(gpu)
 
     def run(self, candidates: Iterable[Candidate]) -> Iterator[tuple[Candidate, Result]]:
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
             pending: dict[Future[Result], Candidate] = {}
             for cand in candidates:
-                pending[pool.submit(evaluate, cand, self.cfg)] = cand
+                pending[pool.submit(self.evaluate, cand)] = cand
                 if len(pending) >= 2 * self.jobs:
                     yield from self.drain(pending, FIRST_COMPLETED)
             while pending:
@@ -70,6 +85,7 @@ def run_eval(
     pattern: str | None = None,
     on_start: Callable[[RunPlan], None] | None = None,
     on_result: Callable[[Result], None] | None = None,
+    gpus: list[int] | None = None,
 ) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     store = Store(out_dir / "kbx.sqlite")
@@ -77,7 +93,7 @@ def run_eval(
         plan = plan_run(source, store, pattern)
         if on_start:
             on_start(plan)
-        for cand, result in Scheduler(cfg, jobs).run(plan.todo):
+        for cand, result in Scheduler(cfg, jobs, gpus).run(plan.todo):
             store.put(cand.key, dict(result.record(), key=cand.key))
             if on_result:
                 on_result(result)

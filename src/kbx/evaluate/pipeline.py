@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import torch
 
 from kbx.candidate import Candidate
 from kbx.evaluate import perf, reference
@@ -14,6 +18,7 @@ from kbx.evaluate.sandbox import Limits, SandboxConfig, run_child
 from kbx.hardware import fingerprint
 from kbx.result import Result
 from kbx.suite import find
+from kbx.task import Task
 from kbx.verdict import Reject, Verdict
 
 
@@ -27,6 +32,7 @@ class EvalConfig:
     require_triton: bool = True  # off only to validate a task's PyTorch reference as a candidate
     baseline_cache: Path | None = None  # SQLite file of baselines reused across runs
     compile_baseline: bool = True  # also time torch.compile of the reference
+    gpu: int | None = None  # which visible GPU runs this job (set by the scheduler)
 
     @property
     def timed(self) -> bool:
@@ -40,8 +46,17 @@ class EvalConfig:
             threads=self.threads,
             require_triton=self.require_triton,
             cache_dir=self.run_dir / "triton-cache" if self.run_dir else None,
-            lock_path=self.run_dir / "gpu.lock" if self.run_dir and self.device == "cuda" else None,
+            lock_path=self.run_dir / f"gpu{self.gpu or 0}.lock"
+            if self.run_dir and self.device == "cuda"
+            else None,
+            gpu=self.gpu,
         )
+
+    def device_context(self) -> contextlib.AbstractContextManager[Any]:
+        """The parent's own GPU work (references, baselines) on the job's GPU."""
+        if self.device == "cuda" and self.gpu is not None:
+            return torch.cuda.device(self.gpu)
+        return contextlib.nullcontext()
 
 
 def evaluate(candidate: Candidate, cfg: EvalConfig) -> Result:
@@ -57,22 +72,15 @@ def evaluate(candidate: Candidate, cfg: EvalConfig) -> Result:
             raise Reject(Verdict.UNKNOWN_TASK, f"no task {candidate.task_id!r}")
         stage = "import"
         child = run_child(task, candidate.code, cfg.sandbox())
-        stage = "check"
         lock = str(cfg.sandbox().lock_path) if cfg.sandbox().lock_path else None
-        with shared(lock):  # reference runs on the GPU must not overlap a timing
-            reference.judge(task, child.outputs, cfg.device)
-        result = Result.of(candidate, cfg.device, Verdict.PASSED, "all cases match", "done")
-        if cfg.timed:
-            stage = "perf"
-            result.cases, result.speedup, result.speedup_compile = perf.speedups(
-                task,
-                child.timings,
-                lock,
-                perf.open_cache(cfg.baseline_cache),
-                cfg.compile_baseline,
-                perf.peaks(cfg.baseline_cache.parent if cfg.baseline_cache else None, lock),
-            )
-            result.detail = f"all cases match; {result.speedup:.3g}x vs eager"
+        with cfg.device_context():
+            stage = "check"
+            with shared(lock):  # reference runs on the GPU must not overlap a timing
+                reference.judge(task, child.outputs, cfg.device)
+            result = Result.of(candidate, cfg.device, Verdict.PASSED, "all cases match", "done")
+            if cfg.timed:
+                stage = "perf"
+                time_against_baselines(task, child.timings, lock, cfg, result)
         result.task_version = task.version
     except Reject as r:
         stage = refine_stage(stage, r)
@@ -84,6 +92,21 @@ def evaluate(candidate: Candidate, cfg: EvalConfig) -> Result:
     result.fingerprint = fingerprint(cfg.device)
     result.duration_s = round(time.monotonic() - started, 3)
     return result
+
+
+def time_against_baselines(
+    task: Task, timings: list[dict[str, float]], lock: str | None, cfg: EvalConfig, result: Result
+) -> None:
+    cache_dir = cfg.baseline_cache.parent if cfg.baseline_cache else None
+    result.cases, result.speedup, result.speedup_compile = perf.speedups(
+        task,
+        timings,
+        lock,
+        perf.open_cache(cfg.baseline_cache),
+        cfg.compile_baseline,
+        perf.peaks(cache_dir, lock),
+    )
+    result.detail = f"all cases match; {result.speedup:.3g}x vs eager"
 
 
 def refine_stage(stage: str, r: Reject) -> str:

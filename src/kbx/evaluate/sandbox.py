@@ -61,6 +61,7 @@ class SandboxConfig:
     cache_dir: Path | None = None  # Triton kernel cache shared by the run's children
     lock_path: Path | None = None  # per-GPU timing lock
     threads: int = 1
+    gpu: int | None = None  # index among the parent's visible GPUs; None: the default one
 
 
 @dataclass
@@ -93,6 +94,11 @@ def child_env(workdir: Path, cfg: SandboxConfig) -> dict[str, str]:
         MKL_NUM_THREADS=str(cfg.threads),
         TRITON_CACHE_DIR=str(cfg.cache_dir or workdir / "triton-cache"),
     )
+    if cfg.gpu is not None:  # the child sees only its GPU, as cuda:0
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
+        env["CUDA_VISIBLE_DEVICES"] = (
+            visible[cfg.gpu] if cfg.gpu < len(visible) and visible[0] else str(cfg.gpu)
+        )
     return env
 
 

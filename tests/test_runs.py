@@ -1,0 +1,40 @@
+"""The scheduler spreads jobs over GPUs; a child sees only its own GPU."""
+
+from pathlib import Path
+
+from kbx import runs
+from kbx.candidate import Candidate
+from kbx.evaluate.pipeline import EvalConfig
+from kbx.evaluate.sandbox import SandboxConfig, child_env
+
+
+def test_jobs_are_spread_over_the_gpus(monkeypatch):
+    seen = []
+
+    def fake_evaluate(candidate, cfg):
+        seen.append(cfg.gpu)
+        return candidate.task_id
+
+    monkeypatch.setattr(runs, "evaluate", fake_evaluate)
+    sched = runs.Scheduler(EvalConfig(device="cuda"), jobs=4, gpus=[0, 1])
+    cands = [Candidate(f"s{i}", "Activation/gelu", "x") for i in range(10)]
+    results = list(sched.run(cands))
+    assert len(results) == 10
+    assert set(seen) == {0, 1}
+    assert sorted(sched.slots.queue, key=str) == [0, 0, 1, 1]
+
+
+def test_child_sees_only_its_gpu(monkeypatch, tmp_path: Path):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,6")
+    env = child_env(tmp_path, SandboxConfig(device="cuda", perf=True, gpu=1))
+    assert env["CUDA_VISIBLE_DEVICES"] == "6"
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    env = child_env(tmp_path, SandboxConfig(device="cuda", perf=True, gpu=1))
+    assert env["CUDA_VISIBLE_DEVICES"] == "1"
+
+
+def test_child_environment_is_scrubbed(monkeypatch, tmp_path: Path):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    env = child_env(tmp_path, SandboxConfig(device="cpu", perf=False))
+    assert "OPENAI_API_KEY" not in env
+    assert env["HOME"] == str(tmp_path) and env["TMPDIR"] == str(tmp_path)
