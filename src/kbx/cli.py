@@ -114,6 +114,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if args.baselines == "none"
         else Path(args.baselines or cache_dir() / "baselines.sqlite"),
         compile_baseline=not args.no_compile_baseline,
+        profile=args.profile,
     )
     with progress_bar() as bar:
         progress = bar.add_task("evaluating", total=None, last="")
@@ -273,6 +274,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--no-perf", action="store_true", help="skip timing on cuda")
     e.add_argument(
         "--jobs", type=int, help="candidates in flight (default: cores on cpu, 4 on cuda)"
+    )
+    e.add_argument(
+        "--profile",
+        action="store_true",
+        help="cross-check each timing with the "
+        "torch profiler's kernel time (cases record profiler_ms)",
     )
     e.add_argument(
         "--gpus",

@@ -23,6 +23,7 @@ class CaseTiming:
     floor_ms: float | None = None  # roofline: the fastest this case can physically run here
     achieved_gbs: float | None = None
     achieved_tflops: float | None = None
+    profiler_ms: float | None = None  # kernel time per call from the torch profiler, if asked
 
     @property
     def speedup(self) -> float:
@@ -45,6 +46,7 @@ class Result:
     task_version: int | None = None
     meta: dict[str, Any] = field(default_factory=dict)  # method, model, round, sample
     duration_s: float = 0.0
+    stage_s: dict[str, float] = field(default_factory=dict)  # child phases, check, perf
     schema_version: int = SCHEMA_VERSION
 
     @classmethod

@@ -55,6 +55,7 @@ def main(job_path: str) -> int:
         entry = runner.import_entry(task, Path(CANDIDATE_FILE).resolve())
         channel.send("imported")
         counter.required = job["require_triton"]
+        runner.PROFILE["on"] = bool(job.get("profile"))
         results = runner.run_cases(task, plan, entry, counter, channel, job.get("lock"))
         timings: list[dict[str, float]] = []
         if job["perf"]:

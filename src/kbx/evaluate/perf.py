@@ -146,7 +146,9 @@ def speedups(
         eager = baseline_ms(task, i, "eager", lock_path, cache)
         compiled = baseline_ms(task, i, "compile", lock_path, cache) if with_compile else None
         assert eager is not None
-        extra = roofline(task, i, kernel_ms, limits) if limits else {}
+        extra: dict[str, Any] = roofline(task, i, kernel_ms, limits) if limits else {}
+        if t.get("profiler_ms") is not None:
+            extra["profiler_ms"] = float(t["profiler_ms"])
         cases.append(
             CaseTiming(
                 i,

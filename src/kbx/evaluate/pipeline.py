@@ -33,6 +33,7 @@ class EvalConfig:
     baseline_cache: Path | None = None  # SQLite file of baselines reused across runs
     compile_baseline: bool = True  # also time torch.compile of the reference
     gpu: int | None = None  # which visible GPU runs this job (set by the scheduler)
+    profile: bool = False  # cross-check candidate timings with the torch profiler
 
     @property
     def timed(self) -> bool:
@@ -50,6 +51,7 @@ class EvalConfig:
             if self.run_dir and self.device == "cuda"
             else None,
             gpu=self.gpu,
+            profile=self.profile,
         )
 
     def device_context(self) -> contextlib.AbstractContextManager[Any]:
@@ -74,13 +76,15 @@ def evaluate(candidate: Candidate, cfg: EvalConfig) -> Result:
         child = run_child(task, candidate.code, cfg.sandbox())
         lock = str(cfg.sandbox().lock_path) if cfg.sandbox().lock_path else None
         with cfg.device_context():
-            stage = "check"
+            stage, checked = "check", time.monotonic()
             with shared(lock):  # reference runs on the GPU must not overlap a timing
                 reference.judge(task, child.outputs, cfg.device)
             result = Result.of(candidate, cfg.device, Verdict.PASSED, "all cases match", "done")
+            result.stage_s = dict(child.stage_s, check=round(time.monotonic() - checked, 3))
             if cfg.timed:
-                stage = "perf"
+                stage, timed = "perf", time.monotonic()
                 time_against_baselines(task, child.timings, lock, cfg, result)
+                result.stage_s["baselines"] = round(time.monotonic() - timed, 3)
         result.task_version = task.version
     except Reject as r:
         stage = refine_stage(stage, r)

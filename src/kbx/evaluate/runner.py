@@ -205,6 +205,7 @@ def time_bench(
             except BaseException as exc:  # noqa: BLE001
                 raise CandidateFailure(classify(exc), explain(exc, Path(CANDIDATE_PATH))) from None
         timed_outputs.append([to_cpu(out)])
+        timings_extra = {"profiler_ms": PROFILE["ms"]} if PROFILE["on"] else {}
         timings.append(
             {
                 "median_ms": t.median_ms,
@@ -212,9 +213,31 @@ def time_bench(
                 "ci_high_ms": t.ci_high_ms,
                 "min_ms": t.min_ms,
                 "reps": t.reps,
+                **timings_extra,
             }
         )
     return timings, timed_outputs
+
+
+PROFILE: dict[str, Any] = {"on": False, "ms": None}  # set by the child for --profile runs
+
+
+def profiler_ms(calls: list[Callable[[], None]], prepare: Callable[[int], None]) -> float:
+    """Mean GPU kernel time per call from the torch profiler (CUPTI), to cross-check events."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for j in range(len(calls)):
+        prepare(j)  # restore/reseed every set first: their copies stay out of the profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for call in calls:
+            call()
+        torch.cuda.synchronize()
+    total_us = 0.0
+    for item in prof.key_averages():
+        us = getattr(item, "self_device_time_total", None)  # older torch: self_cuda_time_total
+        total_us += float(us if us is not None else getattr(item, "self_cuda_time_total", 0.0))
+    return total_us / 1000 / len(calls)
 
 
 def time_case(task: Task, case: Case, inputs: Inputs, entry: Callable[..., Any]) -> tuple[Any, Any]:
@@ -239,7 +262,10 @@ def time_case(task: Task, case: Case, inputs: Inputs, entry: Callable[..., Any])
             )
         torch.manual_seed(case.torch_seed)
 
-    timing = time_calls([make(j) for j in range(len(sets))], prepare)
+    calls = [make(j) for j in range(len(sets))]
+    timing = time_calls(calls, prepare)
+    if PROFILE["on"]:
+        PROFILE["ms"] = profiler_ms(calls, prepare)
     out = last["out"]
     if task.inplace:
         out = (out, tuple(sets[last["set"]][0][p] for p in task.inplace))

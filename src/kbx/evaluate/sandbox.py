@@ -62,12 +62,14 @@ class SandboxConfig:
     lock_path: Path | None = None  # per-GPU timing lock
     threads: int = 1
     gpu: int | None = None  # index among the parent's visible GPUs; None: the default one
+    profile: bool = False  # also measure kernel time with the torch profiler (cross-check)
 
 
 @dataclass
 class ChildRun:
     outputs: dict[str, list[Any]] = field(default_factory=dict)
     timings: list[dict[str, float]] = field(default_factory=list)
+    stage_s: dict[str, float] = field(default_factory=dict)  # setup, import, run, timing, save
 
 
 def run_child(task: Task, code: str, cfg: SandboxConfig) -> ChildRun:
@@ -121,6 +123,7 @@ class Child:
             "device": self.cfg.device,
             "perf": self.cfg.perf,
             "require_triton": self.cfg.require_triton,
+            "profile": self.cfg.profile,
             "msg_fd": write_fd,
             "lock": str(self.cfg.lock_path) if self.cfg.lock_path else None,
         }
@@ -150,11 +153,19 @@ class Child:
     def follow(self, fd: int) -> ChildRun:
         limits = self.cfg.limits
         timeout_s = limits.setup_s
+        clock, phase = time.monotonic(), "setup"
+        spent: dict[str, float] = {}
         while True:
             msg = self.next_message(fd, timeout_s)
             if msg is None:
                 raise self.died()
             event = msg.get("event")
+            now = time.monotonic()
+            spent[phase] = spent.get(phase, 0.0) + now - clock
+            clock = now
+            phase = {"ready": "import", "imported": "run", "case": "run", "timing": "timing"}.get(
+                str(event), "save"
+            )
             if event == "ready":
                 self.stage, timeout_s = "import", limits.import_s
             elif event in ("imported", "case"):
@@ -167,7 +178,9 @@ class Child:
             elif event == "harness_error":
                 raise Reject(Verdict.HARNESS_ERROR, str(msg.get("detail")))
             elif event == "done":
-                return self.collect(msg)
+                run = self.collect(msg)
+                run.stage_s = {k: round(v, 3) for k, v in spent.items()}
+                return run
 
     def next_message(self, fd: int, timeout_s: float) -> dict[str, Any] | None:
         end = time.monotonic() + timeout_s
