@@ -24,3 +24,13 @@ def test_reference_solutions_pass_on_cuda_with_speedups(run_source):
     for r in records:
         assert r["speedup"] and r["speedup"] > 0 and r["cases"]
         assert r["fingerprint"]["gpu"]
+
+
+def test_work_on_a_side_stream_is_timed_at_its_true_cost(run_source, tmp_path):
+    from tests.conftest import ROOT
+
+    side = run_source(ROOT / "tests" / "gpu_candidates", device="cuda")
+    ref = run_source(REFERENCE / "Activation" / "gelu.py", device="cuda")
+    assert side[0]["verdict"] == ref[0]["verdict"] == "passed"
+    for a, b in zip(side[0]["cases"], ref[0]["cases"], strict=True):
+        assert abs(a["kernel_ms"] - b["kernel_ms"]) <= 0.1 * b["kernel_ms"]
