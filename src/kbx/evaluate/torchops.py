@@ -27,7 +27,7 @@ ALLOWED = frozenset(
     requires_grad is_cuda layout __hash__ __eq__ __format__ __repr__ __bool__ __index__ __int__
     to cpu cuda type clone detach copy_ __setitem__ fill_ zero_ __get__ __set__ item tolist
     result_type promote_types can_cast is_tensor broadcast_shapes broadcast_to swapaxes moveaxis
-    randint
+    randint requires_grad_
     """.split()
 )
 
