@@ -20,6 +20,7 @@ class Verdict(StrEnum):
     CRASHED = "crashed"  # the process died (signal, abort, illegal memory access)
     OUT_OF_MEMORY = "out_of_memory"
     NO_TRITON = "no_triton"  # a call launched no Triton kernel
+    FORBIDDEN = "forbidden"  # tampered with kbx itself (e.g. forged its progress channel)
     # found by the trusted comparison
     WRONG_SHAPE = "wrong_shape"  # also: wrong structure (tuple vs tensor, count of outputs)
     WRONG_DTYPE = "wrong_dtype"
@@ -28,6 +29,20 @@ class Verdict(StrEnum):
     TOO_FAST = "too_fast"  # timed below the GPU's physical floor for the case: impossible
     # kbx's own fault, counted apart and never blamed on the candidate
     HARNESS_ERROR = "harness_error"
+
+
+# Verdicts the child process may report; anything else on its channel is forged by the candidate.
+CHILD_VERDICTS = frozenset(
+    {
+        Verdict.IMPORT_FAILED,
+        Verdict.NO_ENTRY,
+        Verdict.COMPILE_FAILED,
+        Verdict.RUNTIME_ERROR,
+        Verdict.CRASHED,
+        Verdict.OUT_OF_MEMORY,
+        Verdict.NO_TRITON,
+    }
+)
 
 
 class Reject(Exception):

@@ -26,7 +26,7 @@ import torch
 
 import kbx
 from kbx.task import Task
-from kbx.verdict import Reject, Verdict
+from kbx.verdict import CHILD_VERDICTS, Reject, Verdict
 
 ENV_KEEP = (
     "PATH",
@@ -155,11 +155,13 @@ class Child:
         timeout_s = limits.setup_s
         clock, phase = time.monotonic(), "setup"
         spent: dict[str, float] = {}
+        seen: dict[str, int] = {}
         while True:
             msg = self.next_message(fd, timeout_s)
             if msg is None:
                 raise self.died()
             event = msg.get("event")
+            seen[str(event)] = seen.get(str(event), 0) + 1
             now = time.monotonic()
             spent[phase] = spent.get(phase, 0.0) + now - clock
             clock = now
@@ -174,13 +176,45 @@ class Child:
             elif event == "timing":
                 self.stage, timeout_s = f"timing of bench {msg.get('index')}", limits.timing_s
             elif event == "reject":
-                raise Reject(Verdict(msg["verdict"]), str(msg["detail"]))
+                raise self.rejection(msg)
             elif event == "harness_error":
+                if self.stage != "setup":  # the candidate has been imported: not kbx's fault
+                    raise Reject(Verdict.FORBIDDEN, "reported a harness error on kbx's channel")
                 raise Reject(Verdict.HARNESS_ERROR, str(msg.get("detail")))
             elif event == "done":
+                self.check_complete(seen)
                 run = self.collect(msg)
                 run.stage_s = {k: round(v, 3) for k, v in spent.items()}
                 return run
+
+    def rejection(self, msg: dict[str, Any]) -> Reject:
+        """The child's own verdict, unless the message could only have been forged."""
+        try:
+            verdict = Verdict(str(msg.get("verdict")))
+        except ValueError:
+            verdict = Verdict.FORBIDDEN
+        if verdict not in CHILD_VERDICTS:
+            return Reject(
+                Verdict.FORBIDDEN,
+                f"forged the verdict {msg.get('verdict')!r} on kbx's progress channel",
+            )
+        return Reject(verdict, str(msg.get("detail")))
+
+    def check_complete(self, seen: dict[str, int]) -> None:
+        """``done`` must follow one report per case and per timing: a candidate that writes it
+        itself, skipping kbx's checks in the child, is caught here."""
+        bench = len(self.task.bench) if self.cfg.device == "cuda" else 0
+        want = {
+            "ready": 1,
+            "imported": 1,
+            "case": len(self.task.cases) + bench,
+            "timing": len(self.task.bench) if self.cfg.perf else 0,
+        }
+        if any(seen.get(k, 0) != n for k, n in want.items()):
+            raise Reject(
+                Verdict.FORBIDDEN,
+                f"reported completion before kbx ran every case (reports: {seen}, expected {want})",
+            )
 
     def next_message(self, fd: int, timeout_s: float) -> dict[str, Any] | None:
         end = time.monotonic() + timeout_s
