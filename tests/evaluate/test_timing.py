@@ -32,3 +32,38 @@ def test_measure_rotates_calls_and_respects_max_reps():
     t = measure(calls, clock, budget_ms=1e9, max_reps=50)
     assert t.reps == 50
     assert seen[:6] == calls + calls
+
+
+def test_timed_calls_see_alternating_contents_so_address_caches_go_stale(monkeypatch):
+    """time_case on the CPU with a stand-in clock: an honest entry's last output matches the
+    contents it saw; a cache keyed on the input address returns a stale one."""
+    import torch
+
+    from kbx.evaluate import runner, timing
+    from kbx.suite import find
+    from kbx.task import Inputs
+
+    def cpu_time_calls(calls, prepare=None, budget_ms=0.0):
+        for i in range(7):
+            prepare(i % len(calls))
+            calls[i % len(calls)]()
+        return timing.Timing(1.0, 1.0, 1.0, 1.0, 7)
+
+    monkeypatch.setattr(timing, "time_calls", cpu_time_calls)
+    monkeypatch.setattr(runner, "input_sets", lambda inputs: [
+        (runner.clone(inputs.args), runner.clone(dict(inputs.kwargs))) for _ in range(2)])
+    task = find("Math/rsqrt")
+    case = task.cases[0]
+    a = Inputs((torch.full((8,), 4.0), None))
+    b = Inputs((torch.full((8,), 16.0), None))
+
+    _, out, variant = runner.time_case(task, case, a, lambda x, out=None: torch.rsqrt(x), b)
+    assert torch.equal(out[0], torch.rsqrt((a, b)[variant].args[0]))
+
+    cache = {}
+
+    def cached(x, out=None):
+        return cache.setdefault(x.data_ptr(), torch.rsqrt(x))
+
+    _, stale, variant = runner.time_case(task, case, a, cached, b)
+    assert not torch.equal(stale[0], torch.rsqrt((a, b)[variant].args[0]))

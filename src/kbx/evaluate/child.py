@@ -60,7 +60,7 @@ def main(job_path: str) -> int:
         results = runner.run_cases(task, plan, entry, counter, channel, job.get("lock"))
         timings: list[dict[str, float]] = []
         if job["perf"]:
-            timings, results["timed"] = runner.time_bench(
+            timings, results["timed"], results["timed_variant"] = runner.time_bench(
                 task, plan, entry, channel, job.get("lock")
             )
     except runner.CandidateFailure as failure:

@@ -73,7 +73,7 @@ def measure(task: Task, index: int, kind: str, lock_path: str | None) -> float |
                 with shared(lock_path):
                     fn(*clone(inputs.args), **clone(dict(inputs.kwargs)))
             with exclusive(lock_path):
-                timing, _ = time_case(task, case, inputs, fn)
+                timing, _, _ = time_case(task, case, inputs, fn)
     except Exception:  # noqa: BLE001 - torch.compile cannot handle every reference
         if kind == "eager":
             raise

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from kbx.evaluate.compare import compare
-from kbx.evaluate.runner import clone, to_cpu
+from kbx.evaluate.runner import clone, refill_case, to_cpu
 from kbx.task import Case, Inputs, Task, Tolerance
 from kbx.verdict import Reject, Verdict
 
@@ -28,11 +28,13 @@ EXACT = Tolerance(rtol=0.0, atol=0.0)
 
 
 def expected(task: Task, kind: str, index: int, device: str) -> tuple[Inputs, Any]:
-    """Inputs and reference output (on the CPU) of one case; correctness cases are cached
-    (benchmark outputs are too large to keep)."""
-    case: Case = (task.cases if kind == "cases" else task.bench)[index]
+    """Inputs and reference output (on the CPU) of one case; correctness cases and their refills
+    are cached (benchmark outputs are too large to keep)."""
+    case: Case = (task.cases if kind in ("cases", "refill") else task.bench)[index]
+    if kind in ("refill", "timed_refill"):
+        case = refill_case(case)
     inputs = task.make_inputs(case, device)
-    if kind != "cases":  # bench and timed outputs of one case share its inputs
+    if kind not in ("cases", "refill"):  # bench and timed outputs of one case share its inputs
         return inputs, run_reference(task, inputs, case.torch_seed, device)
     key = (task.id, device, kind, index)
     with _lock:
@@ -54,12 +56,21 @@ def run_reference(task: Task, inputs: Inputs, seed: int, device: str) -> Any:
 def judge(task: Task, outputs: dict[str, list[Any]], device: str) -> None:
     """Raise ``Reject`` unless every case's outputs are acceptable (``timed``: the output of a
     benchmark case's last timed call)."""
-    for kind in ("cases", "bench", "timed"):
+    for kind in ("cases", "refill", "bench", "timed"):
         for index, runs in enumerate(outputs.get(kind, [])):
-            case = (task.cases if kind == "cases" else task.bench)[index]
+            if not runs:  # a case without a refill
+                continue
+            case = (task.cases if kind in ("cases", "refill") else task.bench)[index]
             where = f"{kind} {index} ({case.label()})"
+            if kind == "refill":
+                where += ": same buffers refilled with other inputs"
+            variants = outputs.get("timed_variant") or []
+            if kind == "timed" and index < len(variants) and variants[index] == 1:
+                kind_here = "timed_refill"  # the last timed call saw the redrawn contents
+            else:
+                kind_here = kind
             try:
-                judge_case(task, kind, index, runs, device)
+                judge_case(task, kind_here, index, runs, device)
             except Reject as r:
                 raise Reject(r.verdict, f"{where}: {r.detail}") from None
 

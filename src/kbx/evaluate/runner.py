@@ -6,6 +6,7 @@ with a verdict and a one-line detail that names the candidate's file and line.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import importlib.util
 import traceback
@@ -20,6 +21,7 @@ from kbx.task import Case, Inputs, Task
 from kbx.verdict import Verdict
 
 ENTRY_FALLBACK = "kernel_function"  # KernelBench-X's generic entry name
+REFILL_SEED = 7_919_000  # offset of the seed a correctness case is redrawn from for its refill
 CANDIDATE_PATH = "candidate.py"  # in the child's working folder
 
 
@@ -35,18 +37,46 @@ class CandidateFailure(Exception):
 
 @dataclass
 class Plan:
-    """Inputs of every case, built before the candidate is imported."""
+    """Inputs of every case, built before the candidate is imported; for each correctness case
+    also a refill: the same case from another seed, written into the first call's buffers for a
+    second call (a result cached by input address then comes back stale)."""
 
     device: str
     cases: list[tuple[Case, Inputs]]
     bench: list[tuple[Case, Inputs]]
+    refills: list[Inputs | None]
+    bench_refills: list[Inputs | None]
 
     @classmethod
     def build(cls, task: Task, device: str, bench: bool) -> Plan:
         """Benchmark cases are checked too where they are affordable (on the GPU)."""
         cases = [(c, task.make_inputs(c, device)) for c in task.cases]
         large = [(c, task.make_inputs(c, device)) for c in task.bench] if bench else []
-        return cls(device, cases, large)
+        refills = [refill_inputs(task, c, inputs, device) for c, inputs in cases]
+        bench_refills = [refill_inputs(task, c, inputs, device) for c, inputs in large]
+        return cls(device, cases, large, refills, bench_refills)
+
+
+def refill_case(case: Case) -> Case:
+    return dataclasses.replace(case, seed=case.seed + REFILL_SEED)
+
+
+def refill_inputs(task: Task, case: Case, inputs: Inputs, device: str) -> Inputs | None:
+    """The case drawn from another seed, if it fits the same buffers (same tensor shapes and
+    dtypes, same other arguments); None otherwise."""
+    other = task.make_inputs(refill_case(case), device)
+    return other if same_layout(inputs, other) else None
+
+
+def same_layout(a: Inputs, b: Inputs) -> bool:
+    def layout(x: Any) -> Any:
+        if isinstance(x, torch.Tensor):
+            return ("tensor", tuple(x.shape), x.dtype, x.device)
+        if isinstance(x, tuple | list):
+            return tuple(layout(v) for v in x)
+        return repr(x)
+
+    return layout((a.args, dict(a.kwargs))) == layout((b.args, dict(b.kwargs)))
 
 
 class LaunchCounter:
@@ -122,7 +152,18 @@ def to_cpu(x: Any) -> Any:
 
 def call(task: Task, entry: Callable[..., Any], inputs: Inputs, seed: int, device: str) -> Any:
     """One call on fresh copies of the inputs, seeded; returns outputs on the CPU."""
-    args, kwargs = clone(inputs.args), clone(dict(inputs.kwargs))
+    return call_on(task, entry, clone(inputs.args), clone(dict(inputs.kwargs)), seed, device)
+
+
+def call_on(
+    task: Task,
+    entry: Callable[..., Any],
+    args: Any,
+    kwargs: dict[str, Any],
+    seed: int,
+    device: str,
+) -> Any:
+    """One seeded call on these very buffers; returns outputs on the CPU."""
     torch.manual_seed(seed)
     try:
         out = entry(*args, **kwargs)
@@ -150,19 +191,28 @@ def run_cases(
 def run_all_cases(
     task: Task, plan: Plan, entry: Callable[..., Any], counter: LaunchCounter, channel: Sender
 ) -> dict[str, list[Any]]:
-    results: dict[str, list[Any]] = {"cases": [], "bench": []}
+    results: dict[str, list[Any]] = {"cases": [], "bench": [], "refill": []}
     for kind, items in (("cases", plan.cases), ("bench", plan.bench)):
         for i, (case, inputs) in enumerate(items):
             channel.send("case", kind=kind, index=i)
             before = counter.launches
             seed = case.torch_seed
-            seeds = (seed, seed, seed + 7919) if task.random else (seed,)
-            outs = [call(task, entry, inputs, s, plan.device) for s in seeds]
+            args, kwargs = clone(inputs.args), clone(dict(inputs.kwargs))
+            outs = [call_on(task, entry, args, kwargs, seed, plan.device)]
+            if task.random:  # the same seed again must repeat; another must not
+                outs += [call(task, entry, inputs, s, plan.device) for s in (seed, seed + 7919)]
             if counter.required and counter.launches == before:
                 raise CandidateFailure(
                     Verdict.NO_TRITON, f"{kind} {i} ({case.label()}): no Triton kernel was launched"
                 )
             results[kind].append(outs)
+            refill = plan.refills[i] if kind == "cases" else None
+            if refill is not None:  # new contents at the same addresses
+                restore((args, list(kwargs.values())), (refill.args, list(refill.kwargs.values())))
+                out = call_on(task, entry, args, kwargs, refill_case(case).torch_seed, plan.device)
+                results["refill"].append([out])
+            elif kind == "cases":
+                results["refill"].append([])
     return results
 
 
@@ -192,19 +242,20 @@ def restore(dst: Any, src: Any) -> None:
 
 def time_bench(
     task: Task, plan: Plan, entry: Callable[..., Any], channel: Sender, lock: str | None
-) -> tuple[list[dict[str, float]], list[list[Any]]]:
+) -> tuple[list[dict[str, float]], list[list[Any]], list[int]]:
     """Time every benchmark case; also return the output of each case's last timed call, which
     the parent checks like any other output (a candidate that only computes when watched, or
     that replays stale results, fails there)."""
-    timings, timed_outputs = [], []
+    timings, timed_outputs, variants = [], [], []
     for i, (case, inputs) in enumerate(plan.bench):
         channel.send("timing", index=i)
         with exclusive(lock):
             try:
-                t, out = time_case(task, case, inputs, entry)
+                t, out, variant = time_case(task, case, inputs, entry, plan.bench_refills[i])
             except BaseException as exc:  # noqa: BLE001
                 raise CandidateFailure(classify(exc), explain(exc, Path(CANDIDATE_PATH))) from None
         timed_outputs.append([to_cpu(out)])
+        variants.append(variant)
         timings_extra = {"profiler_ms": PROFILE["ms"]} if PROFILE["on"] else {}
         timings.append(
             {
@@ -216,7 +267,7 @@ def time_bench(
                 **timings_extra,
             }
         )
-    return timings, timed_outputs
+    return timings, timed_outputs, variants
 
 
 PROFILE: dict[str, Any] = {"on": False, "ms": None}  # set by the child for --profile runs
@@ -240,11 +291,21 @@ def profiler_ms(calls: list[Callable[[], None]], prepare: Callable[[int], None])
     return total_us / 1000 / len(calls)
 
 
-def time_case(task: Task, case: Case, inputs: Inputs, entry: Callable[..., Any]) -> tuple[Any, Any]:
-    """Timing of one benchmark case over rotating input sets, and its last timed output."""
+def time_case(
+    task: Task, case: Case, inputs: Inputs, entry: Callable[..., Any], alt: Inputs | None = None
+) -> tuple[Any, Any, int]:
+    """Timing of one benchmark case over rotating input sets, its last timed output, and which
+    contents that call saw (0: the case's inputs, 1: ``alt``, the case redrawn from another seed).
+
+    With ``alt``, the contents at each address alternate between rotations (copied in untimed),
+    so a result cached by address is stale by the last call, which the parent re-checks."""
     from kbx.evaluate.timing import time_calls
 
     sets = input_sets(inputs)
+    contents = [inputs] + ([alt] if alt is not None else [])
+    seeds = [case.torch_seed, refill_case(case).torch_seed]
+    seen = {"calls": 0}
+    current = [0] * len(sets)
     last: dict[str, Any] = {}
 
     def make(j: int) -> Callable[[], None]:
@@ -256,11 +317,13 @@ def time_case(task: Task, case: Case, inputs: Inputs, entry: Callable[..., Any])
         return call
 
     def prepare(j: int) -> None:
-        if task.inplace:  # every timed call starts from the case's own inputs
-            restore(
-                (sets[j][0], list(sets[j][1].values())), (inputs.args, list(inputs.kwargs.values()))
-            )
-        torch.manual_seed(case.torch_seed)
+        v = (seen["calls"] // len(sets) + j) % len(contents)
+        seen["calls"] += 1
+        if task.inplace or len(contents) > 1:  # every call starts from untouched contents
+            src = contents[v]
+            restore((sets[j][0], list(sets[j][1].values())), (src.args, list(src.kwargs.values())))
+        current[j] = v
+        torch.manual_seed(seeds[v])
 
     calls = [make(j) for j in range(len(sets))]
     timing = time_calls(calls, prepare)
@@ -269,7 +332,7 @@ def time_case(task: Task, case: Case, inputs: Inputs, entry: Callable[..., Any])
     out = last["out"]
     if task.inplace:
         out = (out, tuple(sets[last["set"]][0][p] for p in task.inplace))
-    return timing, out
+    return timing, out, current[last["set"]]
 
 
 class exclusive:
