@@ -50,8 +50,13 @@ def test_timed_calls_see_alternating_contents_so_address_caches_go_stale(monkeyp
         return timing.Timing(1.0, 1.0, 1.0, 1.0, 7)
 
     monkeypatch.setattr(timing, "time_calls", cpu_time_calls)
-    monkeypatch.setattr(runner, "input_sets", lambda inputs: [
-        (runner.clone(inputs.args), runner.clone(dict(inputs.kwargs))) for _ in range(2)])
+    monkeypatch.setattr(
+        runner,
+        "input_sets",
+        lambda inputs: [
+            (runner.clone(inputs.args), runner.clone(dict(inputs.kwargs))) for _ in range(2)
+        ],
+    )
     task = find("Math/rsqrt")
     case = task.cases[0]
     a = Inputs((torch.full((8,), 4.0), None))
