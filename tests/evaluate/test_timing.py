@@ -39,7 +39,7 @@ def test_timed_calls_see_alternating_contents_so_address_caches_go_stale(monkeyp
     contents it saw; a cache keyed on the input address returns a stale one."""
     import torch
 
-    from kbx.evaluate import runner, timing
+    from kbx.evaluate import benchtime, runner, timing
     from kbx.suite import find
     from kbx.task import Inputs
 
@@ -51,7 +51,7 @@ def test_timed_calls_see_alternating_contents_so_address_caches_go_stale(monkeyp
 
     monkeypatch.setattr(timing, "time_calls", cpu_time_calls)
     monkeypatch.setattr(
-        runner,
+        benchtime,
         "input_sets",
         lambda inputs: [
             (runner.clone(inputs.args), runner.clone(dict(inputs.kwargs))) for _ in range(2)
@@ -62,7 +62,7 @@ def test_timed_calls_see_alternating_contents_so_address_caches_go_stale(monkeyp
     a = Inputs((torch.full((8,), 4.0), None))
     b = Inputs((torch.full((8,), 16.0), None))
 
-    _, out, variant = runner.time_case(task, case, a, lambda x, out=None: torch.rsqrt(x), b)
+    _, out, variant = benchtime.time_case(task, case, a, lambda x, out=None: torch.rsqrt(x), b)
     assert torch.equal(out[0], torch.rsqrt((a, b)[variant].args[0]))
 
     cache = {}
@@ -70,5 +70,5 @@ def test_timed_calls_see_alternating_contents_so_address_caches_go_stale(monkeyp
     def cached(x, out=None):
         return cache.setdefault(x.data_ptr(), torch.rsqrt(x))
 
-    _, stale, variant = runner.time_case(task, case, a, cached, b)
+    _, stale, variant = benchtime.time_case(task, case, a, cached, b)
     assert not torch.equal(stale[0], torch.rsqrt((a, b)[variant].args[0]))

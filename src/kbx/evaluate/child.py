@@ -40,7 +40,7 @@ def main(job_path: str) -> int:
         os.environ["TRITON_INTERPRET"] = "1"  # must precede the first import of triton
     import torch
 
-    from kbx.evaluate import runner
+    from kbx.evaluate import benchtime, runner
     from kbx.suite import find
 
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -56,11 +56,11 @@ def main(job_path: str) -> int:
         entry = runner.import_entry(task, Path(CANDIDATE_FILE).resolve())
         channel.send("imported")
         counter.required = job["require_triton"]
-        runner.PROFILE["on"] = bool(job.get("profile"))
+        benchtime.PROFILE["on"] = bool(job.get("profile"))
         results = runner.run_cases(task, plan, entry, counter, channel, job.get("lock"))
         timings: list[dict[str, float]] = []
         if job["perf"]:
-            timings, results["timed"], results["timed_variant"] = runner.time_bench(
+            timings, results["timed"], results["timed_variant"] = benchtime.time_bench(
                 task, plan, entry, channel, job.get("lock")
             )
     except runner.CandidateFailure as failure:

@@ -1,6 +1,6 @@
 """Trusted side of performance: PyTorch baselines timed on the same GPU, in the same run.
 
-The candidate's benchmark cases are timed in its child (``runner.time_bench``); the baselines,
+The candidate's benchmark cases are timed in its child (``benchtime.time_bench``); the baselines,
 PyTorch eager and ``torch.compile`` (default mode) of the task's reference, are timed here, in
 the parent, with the same engine and under the same per-GPU lock.  They are cached in memory for
 the run and, with ``BaselineCache``, across runs, keyed by GPU, driver, torch, triton, task id and
@@ -19,7 +19,8 @@ from typing import Any
 
 import torch
 
-from kbx.evaluate.runner import clone, exclusive, shared, time_case
+from kbx.evaluate.benchtime import time_case
+from kbx.evaluate.runner import clone, exclusive, shared
 from kbx.hardware import Peaks, fingerprint, load_peaks
 from kbx.result import CaseTiming, geometric_mean
 from kbx.task import Task

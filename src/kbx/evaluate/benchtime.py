@@ -1,0 +1,130 @@
+"""Child-side timing of benchmark cases: rotating input sets, alternating contents, the profiler
+cross-check.  The parent times its baselines with ``time_case`` too, so both sides measure alike."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kbx.evaluate.runner import (
+    CANDIDATE_PATH,
+    CandidateFailure,
+    Plan,
+    Sender,
+    classify,
+    clone,
+    exclusive,
+    explain,
+    leaves,
+    refill_case,
+    restore,
+    to_cpu,
+)
+from kbx.task import Case, Inputs, Task
+
+
+def input_sets(inputs: Inputs) -> list[tuple[Any, dict[str, Any]]]:
+    """Copies of a benchmark case's inputs at distinct addresses, enough to exceed twice the L2
+    (at least 2, at most 8), so that consecutive timed calls never see warm or repeated buffers."""
+    size = sum(t.nbytes for t in leaves(inputs.args) + leaves(list(inputs.kwargs.values())))
+    l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
+    n = 2 if size * 2 > 8 << 30 else max(2, min(8, -(-2 * l2 // max(size, 1))))
+    return [(clone(inputs.args), clone(dict(inputs.kwargs))) for _ in range(n)]
+
+
+def time_bench(
+    task: Task, plan: Plan, entry: Callable[..., Any], channel: Sender, lock: str | None
+) -> tuple[list[dict[str, float]], list[list[Any]], list[int]]:
+    """Time every benchmark case; also return the output of each case's last timed call, which
+    the parent checks like any other output (a candidate that only computes when watched, or
+    that replays stale results, fails there)."""
+    timings, timed_outputs, variants = [], [], []
+    for i, (case, inputs) in enumerate(plan.bench):
+        channel.send("timing", index=i)
+        with exclusive(lock):
+            try:
+                t, out, variant = time_case(task, case, inputs, entry, plan.bench_refills[i])
+            except BaseException as exc:  # noqa: BLE001
+                raise CandidateFailure(classify(exc), explain(exc, Path(CANDIDATE_PATH))) from None
+        timed_outputs.append([to_cpu(out)])
+        variants.append(variant)
+        timings_extra = {"profiler_ms": PROFILE["ms"]} if PROFILE["on"] else {}
+        timings.append(
+            {
+                "median_ms": t.median_ms,
+                "ci_low_ms": t.ci_low_ms,
+                "ci_high_ms": t.ci_high_ms,
+                "min_ms": t.min_ms,
+                "reps": t.reps,
+                **timings_extra,
+            }
+        )
+    return timings, timed_outputs, variants
+
+
+PROFILE: dict[str, Any] = {"on": False, "ms": None}  # set by the child for --profile runs
+
+
+def profiler_ms(calls: list[Callable[[], None]], prepare: Callable[[int], None]) -> float:
+    """Mean GPU kernel time per call from the torch profiler (CUPTI), to cross-check events."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for j in range(len(calls)):
+        prepare(j)  # restore/reseed every set first: their copies stay out of the profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for call in calls:
+            call()
+        torch.cuda.synchronize()
+    total_us = 0.0
+    for item in prof.key_averages():
+        us = getattr(item, "self_device_time_total", None)  # older torch: self_cuda_time_total
+        total_us += float(us if us is not None else getattr(item, "self_cuda_time_total", 0.0))
+    return total_us / 1000 / len(calls)
+
+
+def time_case(
+    task: Task, case: Case, inputs: Inputs, entry: Callable[..., Any], alt: Inputs | None = None
+) -> tuple[Any, Any, int]:
+    """Timing of one benchmark case over rotating input sets, its last timed output, and which
+    contents that call saw (0: the case's inputs, 1: ``alt``, the case redrawn from another seed).
+
+    With ``alt``, the contents at each address alternate between rotations (copied in untimed),
+    so a result cached by address is stale by the last call, which the parent re-checks."""
+    from kbx.evaluate.timing import time_calls
+
+    sets = input_sets(inputs)
+    contents = [inputs] + ([alt] if alt is not None else [])
+    seeds = [case.torch_seed, refill_case(case).torch_seed]
+    seen = {"calls": 0}
+    current = [0] * len(sets)
+    last: dict[str, Any] = {}
+
+    def make(j: int) -> Callable[[], None]:
+        args, kwargs = sets[j]
+
+        def call() -> None:
+            last["out"], last["set"] = entry(*args, **kwargs), j
+
+        return call
+
+    def prepare(j: int) -> None:
+        v = (seen["calls"] // len(sets) + j) % len(contents)
+        seen["calls"] += 1
+        if task.inplace or len(contents) > 1:  # every call starts from untouched contents
+            src = contents[v]
+            restore((sets[j][0], list(sets[j][1].values())), (src.args, list(src.kwargs.values())))
+        current[j] = v
+        torch.manual_seed(seeds[v])
+
+    calls = [make(j) for j in range(len(sets))]
+    timing = time_calls(calls, prepare)
+    if PROFILE["on"]:
+        PROFILE["ms"] = profiler_ms(calls, prepare)
+    out = last["out"]
+    if task.inplace:
+        out = (out, tuple(sets[last["set"]][0][p] for p in task.inplace))
+    return timing, out, current[last["set"]]
