@@ -5,6 +5,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from kbx.checks import off_rate
 from kbx.inputs import Draw
 from kbx.task import Case, Inputs, Task, Tolerance
 
@@ -39,16 +40,6 @@ def make_inputs(case: Case, device: str) -> Inputs:
     weight = d.tensor((q["cout"], cin // q.get("groups", 1), q["k"], q["k"]), dist="normal")
     bias = d.tensor((q["cout"],), dist="normal", scale=3.0) if q.get("bias") else None
     return Inputs((x, weight, bias), {"training": True, **{a: q[a] for a in CALL_ARGS if a in q}})
-
-
-def off_rate(hits: torch.Tensor, expected: float, what: str) -> str | None:
-    """None if the fraction of hits lies within 5 binomial sigma of ``expected``."""
-    n = hits.numel()
-    rate = int(hits.sum()) / max(n, 1)
-    band = 5 * math.sqrt(expected * (1 - expected) / max(n, 1))
-    if abs(rate - expected) <= band:
-        return None
-    return f"{rate:.4f} of {n} {what}, expected {expected:.4f} (+-{band:.4f}, 5 sigma)"
 
 
 def check(inputs: Inputs, got: torch.Tensor) -> str | None:

@@ -6,6 +6,7 @@ from dataclasses import replace
 import torch
 import torch.nn.functional as F
 
+from kbx.checks import off_rate
 from kbx.inputs import Draw
 from kbx.task import Case, Inputs, Task, Tolerance
 
@@ -41,16 +42,6 @@ def make_inputs(case: Case, device: str) -> Inputs:
     other = d.tensor(shape, dist="normal") if shape else kind
     mat2 = d.tensor((b, dd, pp), dist="normal")
     return Inputs((x1, x2, other, mat2), {"training": True, **q})
-
-
-def off_rate(hits: torch.Tensor, expected: float, what: str) -> str | None:
-    """None if the fraction of hits lies within 5 binomial sigma of ``expected``."""
-    n = hits.numel()
-    rate = int(hits.sum()) / max(n, 1)
-    band = 5 * math.sqrt(expected * (1 - expected) / max(n, 1))
-    if abs(rate - expected) <= band:
-        return None
-    return f"{rate:.4f} of {n} {what}, expected {expected:.4f} (+-{band:.4f}, 5 sigma)"
 
 
 def check(inputs: Inputs, got: torch.Tensor) -> str | None:
