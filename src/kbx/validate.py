@@ -9,7 +9,7 @@ they need no child process.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -19,6 +19,7 @@ import torch
 from kbx.candidate import Candidate
 from kbx.evaluate import reference
 from kbx.evaluate.pipeline import EvalConfig, evaluate
+from kbx.evaluate.runner import leaves
 from kbx.task import Inputs, Task
 from kbx.verdict import Reject
 
@@ -34,14 +35,6 @@ class TaskReport:
     @property
     def ok(self) -> bool:
         return not self.failures
-
-
-def leaves(x: Any) -> Iterator[torch.Tensor]:
-    if isinstance(x, torch.Tensor):
-        yield x
-    elif isinstance(x, tuple | list):
-        for v in x:
-            yield from leaves(v)
 
 
 def tree_map(fn: Callable[[torch.Tensor], torch.Tensor], x: Any) -> Any:

@@ -73,8 +73,9 @@ def evaluate(candidate: Candidate, cfg: EvalConfig) -> Result:
         if task is None:
             raise Reject(Verdict.UNKNOWN_TASK, f"no task {candidate.task_id!r}")
         stage = "import"
-        child = run_child(task, candidate.code, cfg.sandbox())
-        lock = str(cfg.sandbox().lock_path) if cfg.sandbox().lock_path else None
+        sandbox = cfg.sandbox()
+        child = run_child(task, candidate.code, sandbox)
+        lock = str(sandbox.lock_path) if sandbox.lock_path else None
         with cfg.device_context():
             stage, checked = "check", time.monotonic()
             with shared(lock):  # reference runs on the GPU must not overlap a timing
