@@ -26,20 +26,7 @@ RUN=$(mktemp -d)
   start=$(date +%s)
   $KBX eval tests/bad --device cuda --tasks "$GLOB" --out "$RUN/bad" --timeout-s 20 > /dev/null
   echo "wall: $(( $(date +%s) - start )) s"
-  python3 - "$RUN/bad/results.jsonl" "$OUT/bad.jsonl" <<'PY'
-import json, sys
-rows = []
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    want = r["source"].split("tests/bad/")[1].split("/")[0]
-    rows.append({"folder": want, "source": r["source"], "verdict": r["verdict"],
-                 "ok": r["verdict"] == want, "detail": r["detail"][:300]})
-open(sys.argv[2], "w").write("".join(json.dumps(r) + "\n" for r in rows))
-bad = [r for r in rows if not r["ok"]]
-print(f"known-bad: {len(rows) - len(bad)}/{len(rows)} got their folder's verdict")
-for r in rows:
-    print(("  ok    " if r["ok"] else "  WRONG "), r["source"], r["verdict"], r["detail"][:160])
-PY
+  python3 scripts/bad_summary.py "$RUN/bad/results.jsonl" "$OUT/bad.jsonl"
   echo "== kbx validate --device cuda --tasks '$GLOB'"
   start=$(date +%s)
   $KBX validate --device cuda --tasks "$GLOB" --json "$OUT/validate.json"

@@ -9,6 +9,7 @@ they need no child process.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
@@ -182,7 +183,9 @@ def validate(
     jobs: int,
     on_done: Callable[[TaskReport], None] | None = None,
 ) -> list[TaskReport]:
-    """Validate tasks in parallel; reports in suite order."""
+    """Validate tasks in parallel; reports in suite order.  The probes run torch on the CPU in
+    ``jobs`` threads of this process: each gets its share of the cores, not all of them."""
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, jobs)))
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = [pool.submit(validate_task, t, cfg) for t in tasks]
         for fut in as_completed(futures):

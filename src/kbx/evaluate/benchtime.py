@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from kbx.evaluate.gpulock import exclusive
 from kbx.evaluate.runner import (
     CANDIDATE_PATH,
     CandidateFailure,
@@ -16,7 +17,6 @@ from kbx.evaluate.runner import (
     Sender,
     classify,
     clone,
-    exclusive,
     explain,
     leaves,
     refill_case,
@@ -42,26 +42,26 @@ def time_bench(
     the parent checks like any other output (a candidate that only computes when watched, or
     that replays stale results, fails there)."""
     timings, timed_outputs, variants = [], [], []
-    for i, (case, inputs) in enumerate(plan.bench):
-        channel.send("timing", index=i)
-        with exclusive(lock):
+    with exclusive(lock):  # one turn for all the cases: the GPU is this candidate's meanwhile
+        for i, (case, inputs) in enumerate(plan.bench):
+            channel.send("timing", index=i)
             try:
                 t, out, variant = time_case(task, case, inputs, entry, plan.bench_refills[i])
+                timed_outputs.append([to_cpu(out)])
             except BaseException as exc:  # noqa: BLE001
                 raise CandidateFailure(classify(exc), explain(exc, Path(CANDIDATE_PATH))) from None
-        timed_outputs.append([to_cpu(out)])
-        variants.append(variant)
-        timings_extra = {"profiler_ms": PROFILE["ms"]} if PROFILE["on"] else {}
-        timings.append(
-            {
-                "median_ms": t.median_ms,
-                "ci_low_ms": t.ci_low_ms,
-                "ci_high_ms": t.ci_high_ms,
-                "min_ms": t.min_ms,
-                "reps": t.reps,
-                **timings_extra,
-            }
-        )
+            variants.append(variant)
+            extra = {"profiler_ms": PROFILE["ms"]} if PROFILE["on"] else {}
+            timings.append(
+                {
+                    "median_ms": t.median_ms,
+                    "ci_low_ms": t.ci_low_ms,
+                    "ci_high_ms": t.ci_high_ms,
+                    "min_ms": t.min_ms,
+                    "reps": t.reps,
+                    **extra,
+                }
+            )
     return timings, timed_outputs, variants
 
 

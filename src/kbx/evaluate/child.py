@@ -40,7 +40,7 @@ def main(job_path: str) -> int:
         os.environ["TRITON_INTERPRET"] = "1"  # must precede the first import of triton
     import torch
 
-    from kbx.evaluate import benchtime, runner
+    from kbx.evaluate import benchtime, gpulock, runner
     from kbx.suite import find
 
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -49,8 +49,9 @@ def main(job_path: str) -> int:
     if task is None:
         channel.send("harness_error", detail=f"task {job['task_id']} not found in the child")
         return 0
-    plan = runner.Plan.build(task, job["device"], bench=job["device"] == "cuda")
-    counter = runner.install_launch_counter(interpreted=job["device"] == "cpu")
+    with gpulock.shared(job.get("lock")):
+        plan = runner.Plan.build(task, job["device"], bench=job["device"] == "cuda")
+    counter = runner.install_launch_counter(job["device"] == "cpu", job.get("lock"))
     channel.send("ready")
     try:
         entry = runner.import_entry(task, Path(CANDIDATE_FILE).resolve())
@@ -66,8 +67,10 @@ def main(job_path: str) -> int:
     except runner.CandidateFailure as failure:
         channel.send("reject", verdict=failure.verdict, detail=failure.detail)
         return 0
+    channel.send("saving")
     torch.save(results, "outputs.pt")
-    channel.send("done", timings=timings)
+    waits = {f"wait_{k}": round(v, 3) for k, v in gpulock.WAITED_S.items()}
+    channel.send("done", timings=timings, waits=waits)
     return 0
 
 

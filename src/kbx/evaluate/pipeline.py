@@ -13,7 +13,7 @@ import torch
 
 from kbx.candidate import Candidate
 from kbx.evaluate import perf, reference
-from kbx.evaluate.runner import shared
+from kbx.evaluate.gpulock import shared
 from kbx.evaluate.sandbox import Limits, SandboxConfig, run_child
 from kbx.hardware import fingerprint
 from kbx.result import Result
@@ -79,9 +79,11 @@ def evaluate(candidate: Candidate, cfg: EvalConfig) -> Result:
         with cfg.device_context():
             stage, checked = "check", time.monotonic()
             with shared(lock):  # reference runs on the GPU must not overlap a timing
+                waited = time.monotonic() - checked
                 reference.judge(task, child.outputs, cfg.device)
             result = Result.of(candidate, cfg.device, Verdict.PASSED, "all cases match", "done")
             result.stage_s = dict(child.stage_s, check=round(time.monotonic() - checked, 3))
+            result.stage_s["check_wait"] = round(waited, 3)
             if cfg.timed:
                 stage, timed = "perf", time.monotonic()
                 time_against_baselines(task, child.timings, lock, cfg, result)
@@ -110,6 +112,7 @@ def time_against_baselines(
         perf.open_cache(cfg.baseline_cache),
         cfg.compile_baseline,
         perf.peaks(cache_dir, lock),
+        cfg.gpu,
     )
     result.detail = f"all cases match; {result.speedup:.3g}x vs eager"
 

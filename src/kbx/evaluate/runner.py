@@ -6,23 +6,25 @@ with a verdict and a one-line detail that names the candidate's file and line.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import fcntl
 import importlib.util
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import Any, Protocol
 
 import torch
 
+from kbx.evaluate.gpulock import holding, shared
 from kbx.task import Case, Inputs, Task
 from kbx.verdict import Verdict
 
 ENTRY_FALLBACK = "kernel_function"  # KernelBench-X's generic entry name
 REFILL_SEED = 7_919_000  # offset of the seed a correctness case is redrawn from for its refill
 CANDIDATE_PATH = "candidate.py"  # in the child's working folder
+GPU_LOCK: str | None = None  # the per-GPU lock file, set by the child on CUDA
 
 
 class Sender(Protocol):
@@ -86,8 +88,13 @@ class LaunchCounter:
         self.required = True  # off only when kbx validates a task's own PyTorch reference
 
 
-def install_launch_counter(interpreted: bool) -> LaunchCounter:
-    """Count every Triton kernel launch (compiled or interpreted) from here on."""
+def install_launch_counter(interpreted: bool, lock: str | None = None) -> LaunchCounter:
+    """Count every Triton kernel launch (compiled or interpreted) from here on.
+
+    With a GPU ``lock``, a launch outside any timing compiles first (and an autotuned kernel
+    compiles every config) without the lock, then runs and finishes under the shared lock: a
+    compile takes seconds of CPU and must not hold up another candidate's timing, while the
+    kernel itself must not overlap one."""
     from triton.runtime.jit import JITFunction
 
     counter = LaunchCounter()
@@ -103,16 +110,47 @@ def install_launch_counter(interpreted: bool) -> LaunchCounter:
         original = cls.run
 
         def run(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
-            if not kwargs.get("warmup", False):
+            warm = kwargs.get("warmup", False)
+            if not warm:
                 counter.launches += 1
             counter.depth += 1
             try:
-                return _original(self, *args, **kwargs)
+                if lock is None or warm or holding():
+                    return _original(self, *args, **kwargs)
+                _original(self, *args, **{**kwargs, "warmup": True})  # compile, unlocked
+                return locked(lock, _original, self, *args, **kwargs)
             finally:
                 counter.depth -= 1
 
         cls.run = run
+    if lock is not None:
+        lock_autotuner(lock)
     return counter
+
+
+def locked(lock: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn`` under the shared GPU lock, its GPU work finished before the lock is let go."""
+    with shared(lock):
+        out = fn(*args, **kwargs)
+        torch.cuda.synchronize()
+    return out
+
+
+def lock_autotuner(lock: str) -> None:
+    """An autotuned launch benchmarks its configs under the shared lock, after compiling them
+    all without it."""
+    from triton.runtime.autotuner import Autotuner
+
+    original = Autotuner.run
+
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if holding():
+            return original(self, *args, **kwargs)
+        with contextlib.suppress(Exception):  # best effort: the locked run compiles what is left
+            self.warmup(*args, **{k: v for k, v in kwargs.items() if k != "warmup"})
+        return locked(lock, original, self, *args, **kwargs)
+
+    Autotuner.run = run
 
 
 def import_entry(task: Task, path: Path) -> Callable[..., Any]:
@@ -152,7 +190,9 @@ def to_cpu(x: Any) -> Any:
 
 def call(task: Task, entry: Callable[..., Any], inputs: Inputs, seed: int, device: str) -> Any:
     """One call on fresh copies of the inputs, seeded; returns outputs on the CPU."""
-    return call_on(task, entry, clone(inputs.args), clone(dict(inputs.kwargs)), seed, device)
+    with shared(GPU_LOCK):
+        args, kwargs = clone(inputs.args), clone(dict(inputs.kwargs))
+    return call_on(task, entry, args, kwargs, seed, device)
 
 
 def call_on(
@@ -166,14 +206,15 @@ def call_on(
     """One seeded call on these very buffers; returns outputs on the CPU."""
     torch.manual_seed(seed)
     try:
-        out = entry(*args, **kwargs)
-        if device == "cuda":
-            torch.cuda.synchronize()
+        out = entry(*args, **kwargs)  # its launches take the GPU lock themselves
+        with shared(GPU_LOCK):
+            if device == "cuda":
+                torch.cuda.synchronize()
+            if task.inplace:
+                out = (out, tuple(args[i] for i in task.inplace))
+            return to_cpu(out)
     except BaseException as exc:  # noqa: BLE001 - anything the candidate raises is its verdict
         raise CandidateFailure(classify(exc), explain(exc, Path(CANDIDATE_PATH))) from None
-    if task.inplace:
-        out = (out, tuple(args[i] for i in task.inplace))
-    return to_cpu(out)
 
 
 def run_cases(
@@ -184,8 +225,11 @@ def run_cases(
     channel: Sender,
     lock: str | None = None,
 ) -> dict[str, list[Any]]:
-    with shared(lock):
-        return run_all_cases(task, plan, entry, counter, channel)
+    """Every correctness case (and benchmark case, on the GPU) with its refill; the GPU lock
+    is taken per launch and per copy, never across a compile."""
+    global GPU_LOCK
+    GPU_LOCK = lock
+    return run_all_cases(task, plan, entry, counter, channel)
 
 
 def run_all_cases(
@@ -197,7 +241,8 @@ def run_all_cases(
             channel.send("case", kind=kind, index=i)
             before = counter.launches
             seed = case.torch_seed
-            args, kwargs = clone(inputs.args), clone(dict(inputs.kwargs))
+            with shared(GPU_LOCK):
+                args, kwargs = clone(inputs.args), clone(dict(inputs.kwargs))
             outs = [call_on(task, entry, args, kwargs, seed, plan.device)]
             if task.random:  # the same seed again must repeat; another must not
                 outs += [call(task, entry, inputs, s, plan.device) for s in (seed, seed + 7919)]
@@ -208,7 +253,9 @@ def run_all_cases(
             results[kind].append(outs)
             refill = plan.refills[i] if kind == "cases" else None
             if refill is not None:  # new contents at the same addresses
-                restore((args, list(kwargs.values())), (refill.args, list(refill.kwargs.values())))
+                new = (refill.args, list(refill.kwargs.values()))
+                with shared(GPU_LOCK):
+                    restore((args, list(kwargs.values())), new)
                 out = call_on(task, entry, args, kwargs, refill_case(case).torch_seed, plan.device)
                 results["refill"].append([out])
             elif kind == "cases":
@@ -227,34 +274,6 @@ def leaves(x: Any) -> list[Any]:
 def restore(dst: Any, src: Any) -> None:
     for d, s in zip(leaves(dst), leaves(src), strict=True):
         d.copy_(s)
-
-
-class exclusive:
-    """The per-GPU lock (a file lock): held exclusively while timing, shared while running cases.
-
-    Timing then has the GPU to itself: no other child's correctness run and no reference run of
-    the parent overlaps it.
-    """
-
-    mode = fcntl.LOCK_EX
-
-    def __init__(self, path: str | None) -> None:
-        self.path = path
-        self.fd: TextIO | None = None
-
-    def __enter__(self) -> None:
-        if self.path:
-            self.fd = open(self.path, "a")  # noqa: SIM115
-            fcntl.flock(self.fd, self.mode)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.fd is not None:
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
-            self.fd.close()
-
-
-class shared(exclusive):
-    mode = fcntl.LOCK_SH
 
 
 def classify(exc: BaseException) -> Verdict:

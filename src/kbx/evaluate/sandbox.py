@@ -97,11 +97,14 @@ def child_env(workdir: Path, cfg: SandboxConfig) -> dict[str, str]:
         TRITON_CACHE_DIR=str(cfg.cache_dir or workdir / "triton-cache"),
     )
     if cfg.gpu is not None:  # the child sees only its GPU, as cuda:0
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
-        env["CUDA_VISIBLE_DEVICES"] = (
-            visible[cfg.gpu] if cfg.gpu < len(visible) and visible[0] else str(cfg.gpu)
-        )
+        env["CUDA_VISIBLE_DEVICES"] = visible_gpu(cfg.gpu)
     return env
+
+
+def visible_gpu(gpu: int) -> str:
+    """CUDA_VISIBLE_DEVICES for a process that must see only this parent's GPU ``gpu``."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
+    return visible[gpu] if gpu < len(visible) and visible[0] else str(gpu)
 
 
 def limit_resources() -> None:  # runs in the child between fork and exec
@@ -183,8 +186,15 @@ class Child:
                 raise Reject(Verdict.HARNESS_ERROR, str(msg.get("detail")))
             elif event == "done":
                 self.check_complete(seen)
+                loading = time.monotonic()
                 run = self.collect(msg)
+                spent["load"] = time.monotonic() - loading
                 run.stage_s = {k: round(v, 3) for k, v in spent.items()}
+                waits = msg.get("waits")  # the child's own claim: diagnostics only
+                if isinstance(waits, dict):
+                    run.stage_s.update(
+                        {str(k): float(v) for k, v in waits.items() if isinstance(v, int | float)}
+                    )
                 return run
 
     def rejection(self, msg: dict[str, Any]) -> Reject:

@@ -22,14 +22,26 @@ def reference(
     sparse=False,
     out=None,
 ):
+    if max_norm is not None:  # torch's renorm, written out: CUDA's embedding_renorm_ is
+        renorm_rows(input_indices, weight, max_norm, norm_type)  # nondeterministic
     e = torch.nn.functional.embedding(
-        input_indices, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse
+        input_indices, weight, padding_idx, None, norm_type, scale_grad_by_freq, sparse
     )
     y = torch.tanh(e + other)
     if out is not None:
         out.copy_(y)
         return out
     return y
+
+
+def renorm_rows(indices, weight, max_norm, norm_type):
+    """In place, each row that ``indices`` names, once: scaled by max_norm / (norm + 1e-7)
+    where its norm exceeds max_norm (the CPU semantics of torch.embedding_renorm_)."""
+    rows = torch.unique(indices)
+    picked = weight[rows]
+    norms = torch.linalg.vector_norm(picked, ord=norm_type, dim=1, keepdim=True)
+    scale = torch.where(norms > max_norm, max_norm / (norms + 1e-7), torch.ones_like(norms))
+    weight[rows] = picked * scale
 
 
 def make_inputs(case: Case, device: str) -> Inputs:
@@ -48,6 +60,7 @@ def make_inputs(case: Case, device: str) -> Inputs:
 
 TASK = Task(
     entry="fused_embedding_add_tanh",
+    version=2,  # deterministic max_norm renorm in the reference (2026-11-30)
     signature=(
         "fused_embedding_add_tanh(input_indices, weight, other, *, padding_idx=None, "
         "max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False, out=None)"

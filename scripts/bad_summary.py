@@ -1,0 +1,30 @@
+"""Summarize a known-bad corpus run: did each candidate get the verdict its folder names?
+
+Usage: python scripts/bad_summary.py RESULTS.jsonl OUT.jsonl  (prints one line per candidate)
+"""
+
+import json
+import sys
+
+
+def main(results: str, out: str) -> int:
+    rows = []
+    with open(results) as f:
+        records = [json.loads(line) for line in f]
+    for r in records:
+        want = r["source"].split("tests/bad/")[1].split("/")[0]
+        ok = r["verdict"] == want
+        detail = r["detail"][:300]
+        rows.append({"folder": want, "source": r["source"], "verdict": r["verdict"], "ok": ok})
+        rows[-1]["detail"] = detail
+    with open(out, "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)
+    good = sum(r["ok"] for r in rows)
+    print(f"known-bad: {good}/{len(rows)} got their folder's verdict")
+    for r in rows:
+        print("  ok    " if r["ok"] else "  WRONG ", r["source"], r["verdict"], r["detail"][:160])
+    return 0 if good == len(rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(*sys.argv[1:3]))

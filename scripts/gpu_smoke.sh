@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# One device call's worth of GPU checks, from the source tree, each under its own time limit:
+# `kbx validate --device cuda` over the whole suite, the 15-task slice's reference solutions
+# with eager baselines, and the known-bad corpus.  Writes env.txt, log.txt, validate.json,
+# slice.jsonl, bad.jsonl into $OUT.
+set -uo pipefail
+OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
+export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
+SLICE='Activation/gelu,Convolution/conv2d,Fusion/fused_bmm_dropout_gelu,Index/scatter,LinearAlgebra/qr,Loss/cross_entropy,Math/rsqrt,MatrixMultiply/matmul,Normalization/batch_norm,Optimizer/AdamW,Pooling/avg_pool1d,Quantization/matmul_w8a8,Random/rand,Reduce/sum,SpatialOps/interpolate'
+RUN=$(mktemp -d)
+{
+  date -u +"date: %Y-%m-%dT%H:%M:%SZ"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  echo "cores: $(nproc)"
+  python3 -c "import sys, torch, triton; print('python', sys.version.split()[0]); print('torch', torch.__version__); print('triton', triton.__version__)"
+} > "$OUT/env.txt" 2>&1
+cat "$OUT/env.txt"
+{
+  echo "== kbx validate --device cuda --jobs ${VALIDATE_JOBS:-16} (whole suite)"
+  start=$(date +%s)
+  timeout ${VALIDATE_LIMIT:-300} python3 -m kbx.cli validate --device cuda --jobs ${VALIDATE_JOBS:-16} --json "$OUT/validate.json" 2>&1 | grep -v "Warning\|^  " | tail -40
+  echo "validate exit: ${PIPESTATUS[0]}  wall: $(( $(date +%s) - start )) s"
+  echo "== slice eval (eager baselines)"
+  start=$(date +%s)
+  timeout ${SLICE_LIMIT:-110} python3 -m kbx.cli eval solutions/reference --device cuda --tasks "$SLICE" --out "$RUN/slice" --jobs 12 --no-compile-baseline --baselines "$RUN/b.sqlite" | tail -25
+  echo "wall: $(( $(date +%s) - start )) s"
+  cp "$RUN/slice/results.jsonl" "$OUT/slice.jsonl"
+  echo "== kbx eval tests/bad --device cuda"
+  start=$(date +%s)
+  timeout ${BAD_LIMIT:-60} python3 -m kbx.cli eval tests/bad --device cuda --out "$RUN/bad" --timeout-s 30 --jobs 12 --no-compile-baseline --baselines "$RUN/b.sqlite" > /dev/null
+  echo "wall: $(( $(date +%s) - start )) s"
+  python3 scripts/bad_summary.py "$RUN/bad/results.jsonl" "$OUT/bad.jsonl"
+} 2>&1 | tee "$OUT/log.txt"

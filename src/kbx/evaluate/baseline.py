@@ -1,0 +1,65 @@
+"""Trusted baseline process: times PyTorch eager and ``torch.compile`` of one task's reference.
+
+Run as ``python -m kbx.evaluate.baseline TASK_ID KINDS CASES LOCK`` by ``perf.py``; prints one
+JSON object ``{"<case>:<kind>": ms or null}``.  It imports kbx and torch only, never a candidate.
+Each task gets its own process so that torch.compile (whose tracing is neither thread-safe nor
+GIL-free) runs in parallel with other tasks' and never shares dynamo's state with them.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from kbx.evaluate.benchtime import time_case
+from kbx.evaluate.gpulock import exclusive
+from kbx.evaluate.runner import clone
+from kbx.suite import find
+from kbx.task import Task
+
+
+def measure(task: Task, index: int, kind: str, lock: str | None) -> float | None:
+    """Median ms of one baseline on one benchmark case, with the candidates' timing engine.
+
+    torch.compile compiles on a first call without the lock (seconds of CPU; its single run of
+    the compiled graph is a negligible disturbance to a concurrent timing), then is timed under
+    the exclusive lock like eager.  A reference that torch.compile cannot handle gives None."""
+    case = task.bench[index]
+    inputs = task.make_inputs(case, "cuda")
+    fn: Callable[..., Any] = task.reference
+    try:
+        with torch.no_grad():
+            if kind == "compile":
+                torch._dynamo.reset()
+                fn = torch.compile(task.reference, dynamic=False)
+                fn(*clone(inputs.args), **clone(dict(inputs.kwargs)))
+                torch.cuda.synchronize()
+            with exclusive(lock):
+                timing, _, _ = time_case(task, case, inputs, fn)
+    except Exception:
+        if kind == "eager":
+            raise
+        return None
+    return timing.median_ms
+
+
+def main(task_id: str, kinds: str, cases: str, lock: str) -> int:
+    torch.backends.cuda.matmul.allow_tf32 = False  # the reference's contract: full fp32
+    torch.backends.cudnn.allow_tf32 = False
+    task = find(task_id)
+    if task is None:
+        raise SystemExit(f"no task {task_id}")
+    out: dict[str, float | None] = {}
+    for kind in kinds.split(","):
+        for index in (int(i) for i in cases.split(",")):
+            out[f"{index}:{kind}"] = measure(task, index, kind, lock or None)
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(*sys.argv[1:5]))

@@ -1,0 +1,80 @@
+"""The per-GPU lock: timing holds it exclusively, other GPU work (correctness calls, reference
+outputs) holds it shared, so nothing runs on a GPU while a case is timed there.
+
+Two files make a writer-preferring reader-writer lock out of ``flock``: a timing first takes the
+gate and keeps it, so new shared holders queue behind it instead of starving it; a shared holder
+only passes through the gate.  Holding is re-entrant per thread (a launch inside a correctness
+call, or inside a timing, takes nothing more), which also rules out self-deadlock on the gate.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import threading
+import time
+from typing import TextIO
+
+_held = threading.local()  # this thread's mode ("ex" or "sh") and depth
+WAITED_S = {"ex": 0.0, "sh": 0.0}  # this process's time spent waiting for the lock, by mode
+
+
+def _depth() -> int:
+    return getattr(_held, "depth", 0)
+
+
+def holding() -> bool:
+    """Whether this thread already holds the lock (in either mode)."""
+    return _depth() > 0
+
+
+class exclusive:
+    """Held while timing: waits for current shared holders, keeps new ones out."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.files: list[TextIO] = []
+
+    mode = "ex"
+
+    def __enter__(self) -> None:
+        if self.path and _depth() == 0:
+            asked = time.monotonic()
+            self.take()
+            WAITED_S[self.mode] += time.monotonic() - asked
+            _held.mode = self.mode
+        elif self.path and self.mode == "ex" and getattr(_held, "mode", "ex") == "sh":
+            raise RuntimeError("the GPU lock cannot be upgraded from shared to exclusive")
+        _held.depth = _depth() + 1
+
+    def take(self) -> None:
+        assert self.path is not None
+        gate = open(self.path + ".gate", "a")  # noqa: SIM115
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        main = open(self.path, "a")  # noqa: SIM115
+        fcntl.flock(main, fcntl.LOCK_EX)
+        self.files = [main, gate]
+
+    def __exit__(self, *exc: object) -> None:
+        _held.depth = _depth() - 1
+        for f in self.files:  # the main lock first, then the gate
+            fcntl.flock(f, fcntl.LOCK_UN)
+            f.close()
+        self.files = []
+
+
+class shared(exclusive):
+    """Held while doing other GPU work: passes the gate, then shares the main lock."""
+
+    mode = "sh"
+
+    def take(self) -> None:
+        assert self.path is not None
+        gate = open(self.path + ".gate", "a")  # noqa: SIM115
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        try:
+            main = open(self.path, "a")  # noqa: SIM115
+            fcntl.flock(main, fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+            gate.close()
+        self.files = [main]

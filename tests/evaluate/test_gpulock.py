@@ -1,0 +1,65 @@
+"""The per-GPU lock: timing excludes other GPU work and is not starved by it."""
+
+import threading
+import time
+
+import pytest
+
+from kbx.evaluate.gpulock import exclusive, holding, shared
+
+
+def test_a_waiting_timing_goes_before_later_shared_holders(tmp_path):
+    lock = str(tmp_path / "gpu0.lock")
+    order = []
+    first_in, timing_waits = threading.Event(), threading.Event()
+
+    def first_reader():
+        with shared(lock):
+            first_in.set()
+            timing_waits.wait(5)
+            time.sleep(0.2)  # the timing is queued behind us by now
+            order.append("reader 1 out")
+
+    def timing():
+        first_in.wait(5)
+        timing_waits.set()
+        with exclusive(lock):
+            order.append("timing")
+
+    def late_reader():
+        timing_waits.wait(5)
+        time.sleep(0.1)  # arrives while the timing waits for reader 1
+        with shared(lock):
+            order.append("reader 2")
+
+    threads = [threading.Thread(target=f) for f in (first_reader, timing, late_reader)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert order == ["reader 1 out", "timing", "reader 2"]
+
+
+def test_shared_holders_overlap_and_nesting_takes_nothing(tmp_path):
+    lock = str(tmp_path / "gpu0.lock")
+    inside = []
+
+    def reader():
+        with shared(lock):
+            inside.append(1)
+            time.sleep(0.3)
+
+    start = time.monotonic()
+    threads = [threading.Thread(target=reader) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert time.monotonic() - start < 0.8  # together, not one after another
+    with exclusive(lock):
+        assert holding()
+        with shared(lock):  # a launch inside a timing: no deadlock on our own lock
+            assert holding()
+    assert not holding()
+    with shared(lock), pytest.raises(RuntimeError), exclusive(lock):
+        pass
