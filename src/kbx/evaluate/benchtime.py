@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from kbx.evaluate.gpulock import exclusive
+from kbx.evaluate.gpulock import exclusive, shared
 from kbx.evaluate.runner import (
     CANDIDATE_PATH,
     CandidateFailure,
@@ -41,15 +41,15 @@ def time_bench(
     """Time every benchmark case; also return the output of each case's last timed call, which
     the parent checks like any other output (a candidate that only computes when watched, or
     that replays stale results, fails there)."""
-    timings, timed_outputs, variants = [], [], []
+    timings, outs, variants = [], [], []
     with exclusive(lock):  # one turn for all the cases: the GPU is this candidate's meanwhile
         for i, (case, inputs) in enumerate(plan.bench):
             channel.send("timing", index=i)
             try:
                 t, out, variant = time_case(task, case, inputs, entry, plan.bench_refills[i])
-                timed_outputs.append([to_cpu(out)])
             except BaseException as exc:  # noqa: BLE001
                 raise CandidateFailure(classify(exc), explain(exc, Path(CANDIDATE_PATH))) from None
+            outs.append(out)
             variants.append(variant)
             extra = {"profiler_ms": PROFILE["ms"]} if PROFILE["on"] else {}
             timings.append(
@@ -62,6 +62,8 @@ def time_bench(
                     **extra,
                 }
             )
+    with shared(lock):  # copied out after the timing: the copies need not hold up others
+        timed_outputs = [[to_cpu(out)] for out in outs]
     return timings, timed_outputs, variants
 
 

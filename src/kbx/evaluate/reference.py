@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from kbx.evaluate.compare import compare
-from kbx.evaluate.runner import clone, refill_case, to_cpu
+from kbx.evaluate.runner import clone, detached, refill_case, to_cpu
 from kbx.task import Case, Inputs, Task, Tolerance
 from kbx.verdict import Reject, Verdict
 
@@ -35,7 +35,7 @@ def expected(task: Task, kind: str, index: int, device: str) -> tuple[Inputs, An
         case = refill_case(case)
     inputs = task.make_inputs(case, device)
     if kind not in ("cases", "refill"):  # bench and timed outputs of one case share its inputs
-        return inputs, run_reference(task, inputs, case.torch_seed, device)
+        return inputs, run_reference(task, inputs, case.torch_seed, device, keep_device=True)
     key = (task.id, device, kind, index)
     with _lock:
         if key not in _cache:
@@ -43,14 +43,18 @@ def expected(task: Task, kind: str, index: int, device: str) -> tuple[Inputs, An
         return inputs, _cache[key]
 
 
-def run_reference(task: Task, inputs: Inputs, seed: int, device: str) -> Any:
+def run_reference(
+    task: Task, inputs: Inputs, seed: int, device: str, keep_device: bool = False
+) -> Any:
+    """The reference's outputs on the CPU, or (benchmark sizes, compared on the GPU anyway) left
+    where they were computed."""
     args, kwargs = clone(inputs.args), clone(dict(inputs.kwargs))
     torch.manual_seed(seed)
     with torch.no_grad():
         out = task.reference(*args, **kwargs)
     if task.inplace:
         out = (out, tuple(args[i] for i in task.inplace))
-    return to_cpu(out)
+    return detached(out) if keep_device else to_cpu(out)
 
 
 def judge(task: Task, outputs: dict[str, list[Any]], device: str) -> None:

@@ -177,6 +177,15 @@ def clone(x: Any) -> Any:
     return x
 
 
+def detached(x: Any) -> Any:
+    """Outputs as plain tensors (on their device) and scalars, like ``to_cpu`` otherwise."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().as_subclass(torch.Tensor)
+    if isinstance(x, tuple | list):
+        return tuple(detached(v) for v in x)
+    return to_cpu(x)
+
+
 def to_cpu(x: Any) -> Any:
     """Outputs as plain CPU tensors and scalars: anything else is reported by its type name."""
     if isinstance(x, torch.Tensor):

@@ -187,6 +187,7 @@ class Child:
             elif event == "done":
                 self.check_complete(seen)
                 loading = time.monotonic()
+                self.kill()  # nothing of the candidate's may still write while outputs load
                 run = self.collect(msg)
                 spent["load"] = time.monotonic() - loading
                 run.stage_s = {k: round(v, 3) for k, v in spent.items()}
