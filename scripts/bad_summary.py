@@ -1,6 +1,7 @@
 """Summarize a known-bad corpus run: did each candidate get the verdict its folder names?
 
 Usage: python scripts/bad_summary.py RESULTS.jsonl OUT.jsonl  (prints one line per candidate)
+for runs over tests/bad or tests/gpu_bad (candidates known bad on the GPU only).
 """
 
 import json
@@ -12,7 +13,7 @@ def main(results: str, out: str) -> int:
     with open(results) as f:
         records = [json.loads(line) for line in f]
     for r in records:
-        want = r["source"].split("tests/bad/")[1].split("/")[0]
+        want = r["source"].split("bad/", 1)[1].split("/")[0]  # tests/bad/<v>/, tests/gpu_bad/<v>/
         ok = r["verdict"] == want
         detail = r["detail"][:300]
         rows.append({"folder": want, "source": r["source"], "verdict": r["verdict"], "ok": ok})

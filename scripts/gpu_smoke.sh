@@ -25,9 +25,11 @@ cat "$OUT/env.txt"
   timeout ${SLICE_LIMIT:-110} python3 -m kbx.cli eval solutions/reference --device cuda --tasks "$SLICE" --out "$RUN/slice" --jobs 12 --no-compile-baseline --baselines "$RUN/b.sqlite" | tail -25
   echo "wall: $(( $(date +%s) - start )) s"
   cp "$RUN/slice/results.jsonl" "$OUT/slice.jsonl"
-  echo "== kbx eval tests/bad --device cuda"
+  echo "== kbx eval tests/bad + tests/gpu_bad --device cuda"
   start=$(date +%s)
-  timeout ${BAD_LIMIT:-60} python3 -m kbx.cli eval tests/bad --device cuda --out "$RUN/bad" --timeout-s 30 --jobs 12 --no-compile-baseline --baselines "$RUN/b.sqlite" > /dev/null
+  mkdir -p "$RUN/corpus" && cp -r tests/bad/* tests/gpu_bad/* "$RUN/corpus/"
+  timeout ${BAD_LIMIT:-60} python3 -m kbx.cli eval "$RUN/corpus" --device cuda --out "$RUN/bad" --timeout-s 30 --jobs 12 --no-compile-baseline --baselines "$RUN/b.sqlite" > /dev/null
   echo "wall: $(( $(date +%s) - start )) s"
+  sed -i "s#$RUN/corpus/#tests/bad/#" "$RUN/bad/results.jsonl"
   python3 scripts/bad_summary.py "$RUN/bad/results.jsonl" "$OUT/bad.jsonl"
 } 2>&1 | tee "$OUT/log.txt"

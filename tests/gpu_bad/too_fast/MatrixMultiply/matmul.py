@@ -1,0 +1,53 @@
+"""Known-bad (GPU only): a correct Triton matmul that caches its result keyed on the *contents*
+of its inputs (a cheap fingerprint: shapes and two sums).
+
+Every correctness case and refill has new contents, so it computes and passes; timed calls see
+contents they have seen before and return the cached product after reading the inputs once,
+several times under the compute floor of the first benchmark case's 1.4e11 FLOP.  kbx must say
+`too_fast`, not report a speedup.  On the CPU (no timing) it passes, which is why it lives
+outside tests/bad.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+_seen = {}
+
+
+@triton.jit
+def _mm(a, b, c, M, N, K, sab, sam, sak, sbb, sbk, sbn, scb, scm, scn,
+        BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):  # fmt: skip
+    z = tl.program_id(2)
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        rk = k0 + tl.arange(0, BK)
+        x = tl.load(a + z * sab + rm[:, None] * sam + rk[None, :] * sak,
+                    mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)  # fmt: skip
+        y = tl.load(b + z * sbb + rk[:, None] * sbk + rn[None, :] * sbn,
+                    mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)  # fmt: skip
+        acc += tl.dot(x, y, input_precision="ieee")
+    out = c + z * scb + rm[:, None] * scm + rn[None, :] * scn
+    tl.store(out, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def _compute(a, b):
+    a3 = a if a.dim() == 3 else a[None]
+    b3 = b if b.dim() == 3 else b[None]
+    batch, m, k = a3.shape
+    n = b3.shape[-1]
+    c = torch.empty((batch, m, n), device=a.device, dtype=torch.float32)
+    sbb = b3.stride(0) if b3.shape[0] == batch else 0  # one (K, N) operand shared by the batch
+    grid = (triton.cdiv(m, 64), triton.cdiv(n, 64), batch)
+    _mm[grid](a3, b3, c, m, n, k, a3.stride(0), a3.stride(1), a3.stride(2), sbb, b3.stride(1),
+              b3.stride(2), c.stride(0), c.stride(1), c.stride(2), BM=64, BN=64, BK=32)  # fmt: skip
+    return c if a.dim() == 3 else c[0]
+
+
+def matmul(tensor1, tensor2):
+    key = (tuple(tensor1.shape), tuple(tensor2.shape), float(tensor1.sum()), float(tensor2.sum()))
+    if key not in _seen:
+        _seen[key] = _compute(tensor1, tensor2)
+    return _seen[key]
