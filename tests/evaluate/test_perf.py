@@ -1,4 +1,4 @@
-"""Baseline cache: persisted across runs, failed torch.compile remembered as None."""
+"""Baselines: measured once, cached across runs (failed torch.compile as None); roofline."""
 
 from kbx.evaluate.perf import BaselineCache
 
@@ -32,3 +32,30 @@ def test_roofline_rejects_impossible_times_and_reports_throughput():
     row = roofline(gelu, 0, floor * 2, peaks)
     assert row["floor_ms"] == pytest.approx(floor)
     assert row["achieved_gbs"] == pytest.approx(2000.0)
+
+
+def test_baselines_are_measured_once_then_come_from_the_cache(tmp_path, monkeypatch):
+    """Eager is measured in this process, torch.compile by the baseline process; a later run
+    (empty memory, same cache file) measures nothing."""
+    from kbx.evaluate import baseline, perf
+    from kbx.suite import find
+
+    task = find("Math/rsqrt")
+    calls = []
+    monkeypatch.setattr(perf, "baseline_key", lambda t, i, k: f"{t.id}|{i}|{k}")
+    monkeypatch.setattr(baseline, "measure", lambda t, i, k, lock: calls.append((i, k)) or 1.0 + i)
+    monkeypatch.setattr(
+        perf,
+        "compile_in_process",
+        lambda t, wanted, lock, gpu: calls.extend(wanted) or {w: None for w in wanted},
+    )
+    monkeypatch.setattr(perf, "_memory", {})
+    cache = perf.BaselineCache(tmp_path / "b.sqlite")
+    n = len(task.bench)
+    got = perf.baseline_ms(task, perf.KINDS, None, cache)
+    assert sorted(calls) == sorted((i, k) for i in range(n) for k in perf.KINDS)
+    assert got[(0, "eager")] == 1.0 and got[(0, "compile")] is None
+    monkeypatch.setattr(perf, "_memory", {})
+    calls.clear()
+    again = perf.baseline_ms(task, perf.KINDS, None, perf.BaselineCache(tmp_path / "b.sqlite"))
+    assert calls == [] and again == got

@@ -1,9 +1,11 @@
-"""Trusted baseline process: times PyTorch eager and ``torch.compile`` of one task's reference.
+"""Timing of the PyTorch baselines (eager, ``torch.compile``) of one task's reference.
 
-Run as ``python -m kbx.evaluate.baseline TASK_ID KINDS CASES LOCK`` by ``perf.py``; prints one
-JSON object ``{"<case>:<kind>": ms or null}``.  It imports kbx and torch only, never a candidate.
-Each task gets its own process so that torch.compile (whose tracing is neither thread-safe nor
-GIL-free) runs in parallel with other tasks' and never shares dynamo's state with them.
+``measure`` times one baseline; the parent calls it for eager.  torch.compile runs here as a
+trusted process of its own, ``python -m kbx.evaluate.baseline TASK_ID KINDS CASES LOCK``
+(started by ``perf.py``), which prints one JSON object ``{"<case>:<kind>": ms or null}``: its
+tracing is neither thread-safe nor free of the GIL, so it must not run in the parent's job
+threads, and a process per task lets several tasks compile at once without sharing dynamo's
+state.  Only kbx and torch are imported here, never a candidate.
 """
 
 from __future__ import annotations

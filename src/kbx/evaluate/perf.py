@@ -1,9 +1,9 @@
 """Trusted side of performance: PyTorch baselines timed on the same GPU, in the same run.
 
 The candidate's benchmark cases are timed in its child (``benchtime.time_bench``); the baselines,
-PyTorch eager and ``torch.compile`` (default mode) of the task's reference, are timed by a
-trusted process of their own (``baseline.py``, one per task) with the same engine and under the
-same per-GPU lock.  They are cached in memory for
+PyTorch eager and ``torch.compile`` (default mode) of the task's reference, are timed with the
+same engine and under the same per-GPU lock: eager here in the parent, torch.compile in a trusted
+process per task (``baseline.py``).  They are cached in memory for
 the run and, with ``BaselineCache``, across runs, keyed by GPU, driver, torch, triton, task id and
 version, case and baseline kind: a number measured under other software is never reused.
 """
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import kbx
+from kbx.evaluate import baseline
 from kbx.evaluate.gpulock import exclusive
 from kbx.evaluate.sandbox import visible_gpu
 from kbx.hardware import Peaks, fingerprint, load_peaks
@@ -71,7 +72,21 @@ def baseline_key(task: Task, index: int, kind: str) -> str:
 def measure_task(
     task: Task, wanted: list[tuple[int, str]], lock_path: str | None, gpu: int | None
 ) -> dict[tuple[int, str], float | None]:
-    """Run the trusted baseline process for some (case, kind) pairs of one task."""
+    """Measure some (case, kind) pairs of one task: eager here (the parent is trusted and has
+    its CUDA context already), torch.compile in the trusted baseline process."""
+    got: dict[tuple[int, str], float | None] = {
+        (i, k): baseline.measure(task, i, k, lock_path) for i, k in wanted if k == "eager"
+    }
+    rest = [(i, k) for i, k in wanted if k != "eager"]
+    if rest:
+        got.update(compile_in_process(task, rest, lock_path, gpu))
+    return got
+
+
+def compile_in_process(
+    task: Task, wanted: list[tuple[int, str]], lock_path: str | None, gpu: int | None
+) -> dict[tuple[int, str], float | None]:
+    """Run the trusted baseline process (``baseline.py``) for some (case, kind) pairs."""
     env = dict(os.environ, TORCHINDUCTOR_COMPILE_THREADS="1", PYTHONUNBUFFERED="1")
     env["PYTHONPATH"] = str(Path(kbx.__file__).resolve().parent.parent)
     if gpu is not None:
