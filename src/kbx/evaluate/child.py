@@ -50,7 +50,7 @@ def main(job_path: str) -> int:
         channel.send("harness_error", detail=f"task {job['task_id']} not found in the child")
         return 0
     with gpulock.shared(job.get("lock")):
-        plan = runner.Plan.build(task, job["device"], bench=job["device"] == "cuda")
+        plan = runner.Plan.build(task, job["device"], job["device"] == "cuda", job["perf"])
     counter = runner.install_launch_counter(job["device"] == "cpu", job.get("lock"))
     channel.send("ready")
     try:

@@ -50,12 +50,15 @@ class Plan:
     bench_refills: list[Inputs | None]
 
     @classmethod
-    def build(cls, task: Task, device: str, bench: bool) -> Plan:
-        """Benchmark cases are checked too where they are affordable (on the GPU)."""
+    def build(cls, task: Task, device: str, bench: bool, timed: bool = False) -> Plan:
+        """Benchmark cases are checked too where they are affordable (on the GPU); their
+        refills (the contents timed calls alternate with) only when they are timed."""
         cases = [(c, task.make_inputs(c, device)) for c in task.cases]
         large = [(c, task.make_inputs(c, device)) for c in task.bench] if bench else []
         refills = [refill_inputs(task, c, inputs, device) for c, inputs in cases]
-        bench_refills = [refill_inputs(task, c, inputs, device) for c, inputs in large]
+        bench_refills = [
+            refill_inputs(task, c, inputs, device) if timed else None for c, inputs in large
+        ]
         return cls(device, cases, large, refills, bench_refills)
 
 
