@@ -103,7 +103,8 @@ def main() -> int:
     p.add_argument("--cache", type=Path, default=None, help="baseline cache folder (kept)")
     p.add_argument("--keep", type=Path, default=None, help="folder for each run's results.jsonl")
     args = p.parse_args()
-    figures: dict[str, Any] = json.loads(args.out.read_text()) if args.phase == "warm" else {}
+    merge_cold = args.phase == "warm" and args.out.exists()
+    figures: dict[str, Any] = json.loads(args.out.read_text()) if merge_cold else {}
     with tempfile.TemporaryDirectory(prefix="kbx-throughput-") as tmp:
         base = Path(tmp)
         cache = args.cache or base / "cache"
