@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from kbx.candidate import read_source
-from kbx.evaluate import runner
+from kbx.evaluate import launches, runner
 from kbx.evaluate.hopper import spec_of
 from kbx.evaluate.torchops import TorchCalls
 from kbx.suite import find
 
 
-def audit_one(path: str, task_id: str, counter: runner.LaunchCounter) -> dict[str, Any]:
+def audit_one(path: str, task_id: str, counter: launches.LaunchCounter) -> dict[str, Any]:
     task = find(task_id)
     row: dict[str, Any] = {"task_id": task_id, "source": path, "launches": 0, "forbidden": {}}
     if task is None:
@@ -64,7 +64,7 @@ def record_launches(specs: list[dict[str, Any]]) -> dict[str, str]:
 
 
 def main(folder: str, specs_path: str | None = None) -> int:
-    counter = runner.install_launch_counter(interpreted=True)
+    counter = launches.install_launch_counter(interpreted=True)
     specs: list[dict[str, Any]] = []
     current = record_launches(specs)
     for cand in read_source(Path(folder)):

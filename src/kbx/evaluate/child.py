@@ -40,7 +40,7 @@ def main(job_path: str) -> int:
         os.environ["TRITON_INTERPRET"] = "1"  # must precede the first import of triton
     import torch
 
-    from kbx.evaluate import benchtime, gpulock, runner
+    from kbx.evaluate import benchtime, gpulock, launches, runner
     from kbx.suite import find
 
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -51,7 +51,7 @@ def main(job_path: str) -> int:
         return 0
     with gpulock.shared(job.get("lock")):
         plan = runner.Plan.build(task, job["device"], job["device"] == "cuda", job["perf"])
-    counter = runner.install_launch_counter(job["device"] == "cpu", job.get("lock"))
+    counter = launches.install_launch_counter(job["device"] == "cpu", job.get("lock"))
     channel.send("ready")
     try:
         entry = runner.import_entry(task, Path(CANDIDATE_FILE).resolve())

@@ -6,7 +6,6 @@ with a verdict and a one-line detail that names the candidate's file and line.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import importlib.util
 import traceback
@@ -17,7 +16,8 @@ from typing import Any, Protocol
 
 import torch
 
-from kbx.evaluate.gpulock import holding, shared
+from kbx.evaluate.gpulock import shared
+from kbx.evaluate.launches import LaunchCounter
 from kbx.task import Case, Inputs, Task
 from kbx.verdict import Verdict
 
@@ -82,78 +82,6 @@ def same_layout(a: Inputs, b: Inputs) -> bool:
         return repr(x)
 
     return layout((a.args, dict(a.kwargs))) == layout((b.args, dict(b.kwargs)))
-
-
-class LaunchCounter:
-    def __init__(self) -> None:
-        self.launches = 0
-        self.depth = 0  # > 0 while inside a launch
-        self.required = True  # off only when kbx validates a task's own PyTorch reference
-
-
-def install_launch_counter(interpreted: bool, lock: str | None = None) -> LaunchCounter:
-    """Count every Triton kernel launch (compiled or interpreted) from here on.
-
-    With a GPU ``lock``, a launch outside any timing compiles first (and an autotuned kernel
-    compiles every config) without the lock, then runs and finishes under the shared lock: a
-    compile takes seconds of CPU and must not hold up another candidate's timing, while the
-    kernel itself must not overlap one."""
-    from triton.runtime.jit import JITFunction
-
-    counter = LaunchCounter()
-    classes: list[Any] = [JITFunction]
-    if interpreted:
-        from triton.runtime.interpreter import InterpretedFunction
-
-        from kbx.evaluate import cpu_backend
-
-        cpu_backend.apply()
-        classes.append(InterpretedFunction)
-    for cls in classes:
-        original = cls.run
-
-        def run(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
-            warm = kwargs.get("warmup", False)
-            if not warm:
-                counter.launches += 1
-            counter.depth += 1
-            try:
-                if lock is None or warm or holding():
-                    return _original(self, *args, **kwargs)
-                _original(self, *args, **{**kwargs, "warmup": True})  # compile, unlocked
-                return locked(lock, _original, self, *args, **kwargs)
-            finally:
-                counter.depth -= 1
-
-        cls.run = run
-    if lock is not None:
-        lock_autotuner(lock)
-    return counter
-
-
-def locked(lock: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """``fn`` under the shared GPU lock, its GPU work finished before the lock is let go."""
-    with shared(lock):
-        out = fn(*args, **kwargs)
-        torch.cuda.synchronize()
-    return out
-
-
-def lock_autotuner(lock: str) -> None:
-    """An autotuned launch benchmarks its configs under the shared lock, after compiling them
-    all without it."""
-    from triton.runtime.autotuner import Autotuner
-
-    original = Autotuner.run
-
-    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if holding():
-            return original(self, *args, **kwargs)
-        with contextlib.suppress(Exception):  # best effort: the locked run compiles what is left
-            self.warmup(*args, **{k: v for k, v in kwargs.items() if k != "warmup"})
-        return locked(lock, original, self, *args, **kwargs)
-
-    Autotuner.run = run
 
 
 def import_entry(task: Task, path: Path) -> Callable[..., Any]:
