@@ -72,3 +72,49 @@ def test_timed_calls_see_alternating_contents_so_address_caches_go_stale(monkeyp
 
     _, stale, variant = benchtime.time_case(task, case, a, cached, b)
     assert not torch.equal(stale[0], torch.rsqrt((a, b)[variant].args[0]))
+
+
+def test_time_bench_outputs_are_judged_against_the_contents_they_saw(monkeypatch):
+    """The child's timing loop with a stand-in clock, then the parent's judge of the timed
+    outputs: an honest entry passes, one that caches by input address is caught."""
+    import dataclasses
+
+    import pytest
+    import torch
+
+    from kbx.evaluate import benchtime, reference, runner, timing
+    from kbx.suite import find
+    from kbx.task import Case
+    from kbx.verdict import Reject, Verdict
+
+    def cpu_time_calls(calls, prepare=None, budget_ms=0.0):
+        for i in range(5):
+            prepare(i % len(calls))
+            calls[i % len(calls)]()
+        return timing.Timing(1.0, 0.9, 1.1, 0.9, 5)
+
+    monkeypatch.setattr(timing, "time_calls", cpu_time_calls)
+    monkeypatch.setattr(
+        benchtime,
+        "input_sets",
+        lambda inputs: [(runner.clone(inputs.args), {}) for _ in range(2)],
+    )
+    task = dataclasses.replace(find("Math/rsqrt"), bench=(Case((1000,), seed=11),))
+    plan = runner.Plan.build(task, "cpu", bench=True, timed=True)
+    assert plan.bench_refills[0] is not None
+
+    class Quiet:
+        def send(self, event, **fields):
+            pass
+
+    honest = lambda x, out=None: torch.rsqrt(x)  # noqa: E731
+    timings, timed, variants = benchtime.time_bench(task, plan, honest, Quiet(), None)
+    assert timings[0]["median_ms"] == 1.0 and timings[0]["reps"] == 5
+    reference.judge(task, {"timed": timed, "timed_variant": variants}, "cpu")
+
+    cache = {}
+    cached = lambda x, out=None: cache.setdefault(x.data_ptr(), torch.rsqrt(x))  # noqa: E731
+    _, timed, variants = benchtime.time_bench(task, plan, cached, Quiet(), None)
+    with pytest.raises(Reject) as caught:
+        reference.judge(task, {"timed": timed, "timed_variant": variants}, "cpu")
+    assert caught.value.verdict == Verdict.MISMATCH

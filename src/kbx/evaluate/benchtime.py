@@ -91,42 +91,51 @@ def profiler_ms(calls: list[Callable[[], None]], prepare: Callable[[int], None])
 def time_case(
     task: Task, case: Case, inputs: Inputs, entry: Callable[..., Any], alt: Inputs | None = None
 ) -> tuple[Any, Any, int]:
-    """Timing of one benchmark case over rotating input sets, its last timed output, and which
-    contents that call saw (0: the case's inputs, 1: ``alt``, the case redrawn from another seed).
+    """Timing of one benchmark case over rotating input sets, then the output of one more call
+    made like the timed ones, and which contents that call saw (0: the case's inputs, 1:
+    ``alt``, the case redrawn from another seed).
 
     With ``alt``, the contents at each address alternate between rotations (copied in untimed),
-    so a result cached by address is stale by the last call, which the parent re-checks."""
+    and the final call gets the contents its buffers did *not* hold at their first call, so a
+    result cached by address is always stale there; the parent re-checks that output."""
     from kbx.evaluate.timing import time_calls
 
     sets = input_sets(inputs)
     contents = [inputs] + ([alt] if alt is not None else [])
     seeds = [case.torch_seed, refill_case(case).torch_seed]
     seen = {"calls": 0}
-    current = [0] * len(sets)
+    first: dict[int, int] = {}  # the contents each set held at its first call
     last: dict[str, Any] = {}
 
     def make(j: int) -> Callable[[], None]:
         args, kwargs = sets[j]
 
         def call() -> None:
-            last["out"], last["set"] = entry(*args, **kwargs), j
+            last["out"] = entry(*args, **kwargs)
 
         return call
 
-    def prepare(j: int) -> None:
-        v = (seen["calls"] // len(sets) + j) % len(contents)
-        seen["calls"] += 1
+    def load(j: int, v: int) -> None:
         if task.inplace or len(contents) > 1:  # every call starts from untouched contents
             src = contents[v]
             restore((sets[j][0], list(sets[j][1].values())), (src.args, list(src.kwargs.values())))
-        current[j] = v
+        first.setdefault(j, v)
         torch.manual_seed(seeds[v])
+
+    def prepare(j: int) -> None:
+        load(j, (seen["calls"] // len(sets) + j) % len(contents))
+        seen["calls"] += 1
 
     calls = [make(j) for j in range(len(sets))]
     timing = time_calls(calls, prepare)
     if PROFILE["on"]:
         PROFILE["ms"] = profiler_ms(calls, prepare)
+    final = (first.get(0, 0) + 1) % len(contents)
+    load(0, final)
+    calls[0]()
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()  # side streams included
     out = last["out"]
     if task.inplace:
-        out = (out, tuple(sets[last["set"]][0][p] for p in task.inplace))
-    return timing, out, current[last["set"]]
+        out = (out, tuple(sets[0][0][p] for p in task.inplace))
+    return timing, out, final
