@@ -12,10 +12,30 @@ from __future__ import annotations
 import fcntl
 import threading
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 _held = threading.local()  # this thread's mode ("ex" or "sh") and depth
 WAITED_S = {"ex": 0.0, "sh": 0.0}  # this process's time spent waiting for the lock, by mode
+# Called with True before a wait that would block and False after it (the child tells its
+# parent, so that time spent queueing for the GPU is not counted against the candidate).
+ON_WAIT: list[Callable[[bool], None]] = []
+
+
+def flock(f: TextIO, mode: int) -> None:
+    """``fcntl.flock``, announcing a wait that would block to the ON_WAIT hooks."""
+    try:
+        fcntl.flock(f, mode | fcntl.LOCK_NB)
+        return
+    except BlockingIOError:
+        pass
+    for hook in ON_WAIT:
+        hook(True)
+    try:
+        fcntl.flock(f, mode)
+    finally:
+        for hook in ON_WAIT:
+            hook(False)
 
 
 def _depth() -> int:
@@ -49,9 +69,9 @@ class exclusive:
     def take(self) -> None:
         assert self.path is not None
         gate = open(self.path + ".gate", "a")  # noqa: SIM115
-        fcntl.flock(gate, fcntl.LOCK_EX)
+        flock(gate, fcntl.LOCK_EX)
         main = open(self.path, "a")  # noqa: SIM115
-        fcntl.flock(main, fcntl.LOCK_EX)
+        flock(main, fcntl.LOCK_EX)
         self.files = [main, gate]
 
     def __exit__(self, *exc: object) -> None:
@@ -70,10 +90,10 @@ class shared(exclusive):
     def take(self) -> None:
         assert self.path is not None
         gate = open(self.path + ".gate", "a")  # noqa: SIM115
-        fcntl.flock(gate, fcntl.LOCK_EX)
+        flock(gate, fcntl.LOCK_EX)
         try:
             main = open(self.path, "a")  # noqa: SIM115
-            fcntl.flock(main, fcntl.LOCK_SH)
+            flock(main, fcntl.LOCK_SH)
         finally:
             fcntl.flock(gate, fcntl.LOCK_UN)
             gate.close()

@@ -29,6 +29,7 @@ def install_launch_counter(interpreted: bool, lock: str | None = None) -> Launch
     from triton.runtime.jit import JITFunction
 
     counter = LaunchCounter()
+    lock = None if interpreted else lock  # the interpreter runs on the CPU: nothing to share
     classes: list[Any] = [JITFunction]
     if interpreted:
         from triton.runtime.interpreter import InterpretedFunction

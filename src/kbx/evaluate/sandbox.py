@@ -50,6 +50,7 @@ class Limits:
     import_s: float = 60.0
     case_s: float = 120.0  # one correctness case (first calls include compile and autotune)
     timing_s: float = 120.0  # one benchmark case's timing
+    lock_s: float = 1800.0  # queueing for the per-GPU lock (other candidates' timings)
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,7 @@ class Child:
         clock, phase = time.monotonic(), "setup"
         spent: dict[str, float] = {}
         seen: dict[str, int] = {}
+        resume = (phase, timeout_s)  # where a wait for the GPU lock returns to
         while True:
             msg = self.next_message(fd, timeout_s)
             if msg is None:
@@ -168,6 +170,14 @@ class Child:
             now = time.monotonic()
             spent[phase] = spent.get(phase, 0.0) + now - clock
             clock = now
+            if event == "wait":  # queueing for the GPU lock is not the candidate's time
+                if phase != "lock":
+                    resume = (phase, timeout_s)
+                phase, timeout_s = "lock", limits.lock_s
+                continue
+            if event == "go":
+                phase, timeout_s = resume
+                continue
             phase = {"ready": "import", "imported": "run", "case": "run", "timing": "timing"}.get(
                 str(event), "save"
             )
@@ -181,22 +191,30 @@ class Child:
             elif event == "reject":
                 raise self.rejection(msg)
             elif event == "harness_error":
-                if self.stage != "setup":  # the candidate has been imported: not kbx's fault
-                    raise Reject(Verdict.FORBIDDEN, "reported a harness error on kbx's channel")
-                raise Reject(Verdict.HARNESS_ERROR, str(msg.get("detail")))
+                raise self.reported_error(msg)
             elif event == "done":
-                self.check_complete(seen)
-                loading = time.monotonic()
-                self.kill()  # nothing of the candidate's may still write while outputs load
-                run = self.collect(msg)
-                spent["load"] = time.monotonic() - loading
-                run.stage_s = {k: round(v, 3) for k, v in spent.items()}
-                waits = msg.get("waits")  # the child's own claim: diagnostics only
-                if isinstance(waits, dict):
-                    run.stage_s.update(
-                        {str(k): float(v) for k, v in waits.items() if isinstance(v, int | float)}
-                    )
-                return run
+                return self.finish(msg, seen, spent)
+
+    def reported_error(self, msg: dict[str, Any]) -> Reject:
+        if self.stage != "setup":  # the candidate has been imported: not kbx's fault
+            return Reject(Verdict.FORBIDDEN, "reported a harness error on kbx's channel")
+        return Reject(Verdict.HARNESS_ERROR, str(msg.get("detail")))
+
+    def finish(
+        self, msg: dict[str, Any], seen: dict[str, int], spent: dict[str, float]
+    ) -> ChildRun:
+        self.check_complete(seen)
+        loading = time.monotonic()
+        self.kill()  # nothing of the candidate's may still write while outputs load
+        run = self.collect(msg)
+        spent["load"] = time.monotonic() - loading
+        run.stage_s = {k: round(v, 3) for k, v in spent.items()}
+        waits = msg.get("waits")  # the child's own claim: diagnostics only
+        if isinstance(waits, dict):
+            run.stage_s.update(
+                {str(k): float(v) for k, v in waits.items() if isinstance(v, int | float)}
+            )
+        return run
 
     def rejection(self, msg: dict[str, Any]) -> Reject:
         """The child's own verdict, unless the message could only have been forged."""

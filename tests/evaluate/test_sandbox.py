@@ -1,0 +1,33 @@
+"""The sandbox's stage limits: time spent queueing for the GPU lock is not the candidate's."""
+
+import threading
+import time
+
+from kbx.evaluate.gpulock import exclusive
+from kbx.evaluate.sandbox import Limits, SandboxConfig, run_child
+from kbx.suite import find
+from tests.conftest import REFERENCE
+
+
+def test_waiting_for_the_gpu_lock_does_not_time_the_candidate_out(tmp_path):
+    """Another job holds the lock for longer than the child's start-up limit; the child says it
+    is waiting, so the wait is not counted against it, and it finishes once the lock is free."""
+    lock = str(tmp_path / "gpu0.lock")
+    cfg = SandboxConfig(
+        device="cpu", perf=False, lock_path=tmp_path / "gpu0.lock", limits=Limits(setup_s=8.0)
+    )
+    held = threading.Event()
+
+    def hold() -> None:
+        with exclusive(lock):
+            held.set()
+            time.sleep(12.0)  # longer than setup_s: without the wait events the child times out
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(5)
+    code = (REFERENCE / "Math" / "rsqrt.py").read_text()
+    run = run_child(find("Math/rsqrt"), code, cfg)
+    holder.join()
+    assert run.stage_s.get("lock", 0.0) > 5.0
+    assert set(run.outputs) >= {"cases", "refill"}
