@@ -95,13 +95,25 @@ def warm_up(
 SLEEP_CYCLES = 1_000_000  # ~0.5 ms of GPU clock: longer than the host takes to enqueue a call
 
 
+_clocks: dict[int, Clock] = {}  # per CUDA device of this process: built and calibrated once
+
+
 def cuda_clock() -> Clock:
     """Times one call: CUDA events around it, the end recorded after a device-wide sync.
 
     A spin kernel queued ahead of the start event keeps the GPU busy while the host enqueues the
     start and the call, so the call's own launch overhead is hidden as it is in a real program;
-    the host's wake-up after the sync before it records the end is a constant, measured here on
-    empty calls and subtracted."""
+    the host's wake-up after the sync before it records the end is a constant, measured on
+    empty calls (once per device and process) and subtracted."""
+    import torch
+
+    device = torch.cuda.current_device()
+    if device not in _clocks:
+        _clocks[device] = new_cuda_clock()
+    return _clocks[device]
+
+
+def new_cuda_clock() -> Clock:
     import torch
 
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
