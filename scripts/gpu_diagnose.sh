@@ -9,8 +9,7 @@ TASKS=${TASKS:-'Activation/gelu,Math/rsqrt,Reduce/sum,Loss/cross_entropy,Index/s
 VTASKS=${VTASKS:-'LinearAlgebra/eig,LinearAlgebra/solve_symmetric_ldl'}
 RUN=$(mktemp -d)
 {
-  date -u +"date: %Y-%m-%dT%H:%M:%SZ"
-  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  bash scripts/gpu_env.sh
   echo "== validate details: $VTASKS"
   timeout 90 python3 -m kbx.cli validate --device cuda --tasks "$VTASKS" --json "$OUT/validate.json" 2>&1 | grep -v Warning | tail -25
   echo "== one baseline process (eager + compile, case 0)"

@@ -4,21 +4,18 @@
 # itself after LIMIT seconds (default 520) so that its store can be checkpointed and copied out:
 # $OUT gets env.txt, log.txt, results.jsonl, kbx.sqlite, baselines.sqlite and the peaks file.
 # To resume: copy those files back into runs/ref and run again with runs/ref carried.
-# EVAL_FLAGS (default: --no-compile-baseline) go to kbx eval.
+# EVAL_FLAGS (default: --no-compile-baseline) go to kbx eval; TASKS (globs) limits the tasks.
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT" runs/ref
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
-{
-  date -u +"date: %Y-%m-%dT%H:%M:%SZ"
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  python3 -c "import sys, torch, triton; print('python', sys.version.split()[0]); print('torch', torch.__version__); print('triton', triton.__version__)"
-} > "$OUT/env.txt" 2>&1
+bash scripts/gpu_env.sh > "$OUT/env.txt" 2>&1
 {
   echo "== kbx eval solutions/reference --device cuda --jobs ${JOBS:-12} ${EVAL_FLAGS:---no-compile-baseline} --out runs/ref"
   echo "resuming with $(ls runs/ref/kbx.sqlite >/dev/null 2>&1 && python3 -c "import sqlite3; print(sqlite3.connect('runs/ref/kbx.sqlite').execute('select count(*) from results').fetchone()[0])" 2>/dev/null || echo 0) records"
   start=$(date +%s)
   timeout ${LIMIT:-520} python3 -m kbx.cli eval solutions/reference --device cuda --jobs ${JOBS:-12} \
-    ${EVAL_FLAGS:---no-compile-baseline} --out runs/ref --baselines runs/ref/baselines.sqlite
+    ${EVAL_FLAGS:---no-compile-baseline} ${TASKS:+--tasks "$TASKS"} --out runs/ref \
+    --baselines runs/ref/baselines.sqlite
   echo "eval exit: $?  wall: $(( $(date +%s) - start )) s"
 } 2>&1 | tee "$OUT/log.txt"
 python3 - <<'PY' 2>&1 | tee -a "$OUT/log.txt"

@@ -9,12 +9,7 @@ OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
 SLICE='Activation/gelu,Convolution/conv2d,Fusion/fused_bmm_dropout_gelu,Index/scatter,LinearAlgebra/qr,Loss/cross_entropy,Math/rsqrt,MatrixMultiply/matmul,Normalization/batch_norm,Optimizer/AdamW,Pooling/avg_pool1d,Quantization/matmul_w8a8,Random/rand,Reduce/sum,SpatialOps/interpolate'
 RUN=$(mktemp -d)
-{
-  date -u +"date: %Y-%m-%dT%H:%M:%SZ"
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  echo "cores: $(nproc)"
-  python3 -c "import sys, torch, triton; print('python', sys.version.split()[0]); print('torch', torch.__version__); print('triton', triton.__version__)"
-} > "$OUT/env.txt" 2>&1
+bash scripts/gpu_env.sh > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 {
   echo "== kbx validate --device cuda --jobs ${VALIDATE_JOBS:-16} (whole suite)"

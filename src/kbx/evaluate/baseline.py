@@ -19,7 +19,7 @@ import torch
 
 from kbx.evaluate.benchtime import time_case
 from kbx.evaluate.gpulock import exclusive
-from kbx.evaluate.runner import clone
+from kbx.evaluate.runner import clone, full_fp32
 from kbx.suite import find
 from kbx.task import Task
 
@@ -50,8 +50,7 @@ def measure(task: Task, index: int, kind: str, lock: str | None) -> float | None
 
 
 def main(task_id: str, kinds: str, cases: str, lock: str) -> int:
-    torch.backends.cuda.matmul.allow_tf32 = False  # the reference's contract: full fp32
-    torch.backends.cudnn.allow_tf32 = False
+    full_fp32()
     task = find(task_id)
     if task is None:
         raise SystemExit(f"no task {task_id}")

@@ -43,8 +43,7 @@ def main(job_path: str) -> int:
     from kbx.evaluate import benchtime, gpulock, launches, runner
     from kbx.suite import find
 
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    runner.full_fp32()
     task = find(job["task_id"])
     if task is None:
         channel.send("harness_error", detail=f"task {job['task_id']} not found in the child")
@@ -74,8 +73,7 @@ def main(job_path: str) -> int:
     if hasattr(torch.serialization, "set_crc32_options"):
         torch.serialization.set_crc32_options(False)  # 4x faster; the file never leaves the host
     torch.save(results, "outputs.pt")
-    waits = {f"wait_{k}": round(v, 3) for k, v in gpulock.WAITED_S.items()}
-    channel.send("done", timings=timings, waits=waits)
+    channel.send("done", timings=timings)
     return 0
 
 

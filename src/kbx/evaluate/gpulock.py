@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import fcntl
 import threading
-import time
 from collections.abc import Callable
 from typing import TextIO
 
 _held = threading.local()  # this thread's mode ("ex" or "sh") and depth
-WAITED_S = {"ex": 0.0, "sh": 0.0}  # this process's time spent waiting for the lock, by mode
 # Called with True before a wait that would block and False after it (the child tells its
 # parent, so that time spent queueing for the GPU is not counted against the candidate).
 ON_WAIT: list[Callable[[bool], None]] = []
@@ -58,9 +56,7 @@ class exclusive:
 
     def __enter__(self) -> None:
         if self.path and _depth() == 0:
-            asked = time.monotonic()
             self.take()
-            WAITED_S[self.mode] += time.monotonic() - asked
             _held.mode = self.mode
         elif self.path and self.mode == "ex" and getattr(_held, "mode", "ex") == "sh":
             raise RuntimeError("the GPU lock cannot be upgraded from shared to exclusive")

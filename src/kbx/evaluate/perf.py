@@ -20,10 +20,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import kbx
 from kbx.evaluate import baseline
 from kbx.evaluate.gpulock import exclusive
-from kbx.evaluate.sandbox import visible_gpu
+from kbx.evaluate.sandbox import KBX_PATH, visible_gpu
 from kbx.hardware import Peaks, fingerprint, load_peaks
 from kbx.result import CaseTiming, geometric_mean
 from kbx.task import Task
@@ -87,8 +86,7 @@ def compile_in_process(
     task: Task, wanted: list[tuple[int, str]], lock_path: str | None, gpu: int | None
 ) -> dict[tuple[int, str], float | None]:
     """Run the trusted baseline process (``baseline.py``) for some (case, kind) pairs."""
-    env = dict(os.environ, TORCHINDUCTOR_COMPILE_THREADS="1", PYTHONUNBUFFERED="1")
-    env["PYTHONPATH"] = str(Path(kbx.__file__).resolve().parent.parent)
+    env = dict(os.environ, TORCHINDUCTOR_COMPILE_THREADS="1", PYTHONPATH=KBX_PATH)
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = visible_gpu(gpu)
     kinds = ",".join(sorted({k for _, k in wanted}))
@@ -114,26 +112,23 @@ def baseline_ms(
     with _lock:
         task_lock = _task_locks.setdefault(task.id, threading.Lock())
     with task_lock:
+        keys = {(i, k): baseline_key(task, i, k) for i in range(len(task.bench)) for k in kinds}
         got: dict[tuple[int, str], float | None] = {}
-        missing = []
-        for i in range(len(task.bench)):
-            for kind in kinds:
-                key = baseline_key(task, i, kind)
-                if key in _memory:
-                    got[(i, kind)] = _memory[key]
-                    continue
-                found, ms = cache.get(key) if cache else (False, None)
-                if found:
-                    got[(i, kind)] = _memory[key] = ms
-                else:
-                    missing.append((i, kind))
+        for pair, key in keys.items():
+            found, ms = (True, _memory[key]) if key in _memory else cache_get(cache, key)
+            if found:
+                got[pair] = _memory[key] = ms
+        missing = [pair for pair in keys if pair not in got]
         if missing:
-            for (i, kind), ms in measure_task(task, missing, lock_path, gpu).items():
-                key = baseline_key(task, i, kind)
+            for pair, ms in measure_task(task, missing, lock_path, gpu).items():
                 if cache:
-                    cache.put(key, ms)
-                got[(i, kind)] = _memory[key] = ms
+                    cache.put(keys[pair], ms)
+                got[pair] = _memory[keys[pair]] = ms
         return got
+
+
+def cache_get(cache: BaselineCache | None, key: str) -> tuple[bool, float | None]:
+    return cache.get(key) if cache else (False, None)
 
 
 _peaks: dict[str, Peaks] = {}

@@ -12,14 +12,13 @@ from typing import Any
 import torch
 
 from kbx.evaluate.compare import compare
-from kbx.evaluate.runner import clone, detached, refill_case, to_cpu
+from kbx.evaluate.runner import clone, detached, full_fp32, refill_case, to_cpu
 from kbx.task import Case, Inputs, Task, Tolerance
 from kbx.verdict import Reject, Verdict
 
 # The trusted process computes references and eager baselines in full float32: TF32 is off for
 # cuBLAS and cuDNN, as in the candidate's child (docs/design/tolerances.md).
-torch.backends.cuda.matmul.allow_tf32 = False
-torch.backends.cudnn.allow_tf32 = False
+full_fp32()
 
 _cache: dict[tuple[str, str, str, int], Any] = {}
 _lock = threading.Lock()

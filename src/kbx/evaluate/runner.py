@@ -84,6 +84,14 @@ def same_layout(a: Inputs, b: Inputs) -> bool:
     return layout((a.args, dict(a.kwargs))) == layout((b.args, dict(b.kwargs)))
 
 
+def full_fp32() -> None:
+    """TF32 off for cuBLAS and cuDNN: float32 contractions in full float32, as the tasks'
+    precision contracts say (docs/design/tolerances.md).  Every process that runs references,
+    baselines or candidates calls this."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+
 def import_entry(task: Task, path: Path) -> Callable[..., Any]:
     spec = importlib.util.spec_from_file_location("kbx_candidate", path)
     assert spec is not None and spec.loader is not None

@@ -92,7 +92,7 @@ def child_env(workdir: Path, cfg: SandboxConfig) -> dict[str, str]:
         HOME=str(workdir),
         TMPDIR=str(workdir),
         PYTHONDONTWRITEBYTECODE="1",
-        PYTHONPATH=str(Path(kbx.__file__).resolve().parent.parent),
+        PYTHONPATH=KBX_PATH,
         OMP_NUM_THREADS=str(cfg.threads),
         MKL_NUM_THREADS=str(cfg.threads),
         TRITON_CACHE_DIR=str(cfg.cache_dir or workdir / "triton-cache"),
@@ -100,6 +100,9 @@ def child_env(workdir: Path, cfg: SandboxConfig) -> dict[str, str]:
     if cfg.gpu is not None:  # the child sees only its GPU, as cuda:0
         env["CUDA_VISIBLE_DEVICES"] = visible_gpu(cfg.gpu)
     return env
+
+
+KBX_PATH = str(Path(kbx.__file__).resolve().parent.parent)  # what a kbx subprocess imports from
 
 
 def visible_gpu(gpu: int) -> str:
@@ -209,11 +212,6 @@ class Child:
         run = self.collect(msg)
         spent["load"] = time.monotonic() - loading
         run.stage_s = {k: round(v, 3) for k, v in spent.items()}
-        waits = msg.get("waits")  # the child's own claim: diagnostics only
-        if isinstance(waits, dict):
-            run.stage_s.update(
-                {str(k): float(v) for k, v in waits.items() if isinstance(v, int | float)}
-            )
         return run
 
     def rejection(self, msg: dict[str, Any]) -> Reject:
