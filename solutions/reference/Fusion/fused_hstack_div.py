@@ -19,25 +19,29 @@ MODES = {None: 0, "trunc": 1, "floor": 2}
 
 @triton.jit
 def _div(a, b, MODE: tl.constexpr, IS_INT: tl.constexpr):
+    # Every branch assigns `q` and there is a single return: code after a returning
+    # constexpr-if is still compiled for every type, and fmod has no integer form.
     if IS_INT:
         if MODE == 0:  # integers promote to float32 for true division
-            return tl.math.div_rn(a.to(tl.float32), b.to(tl.float32))
-        q = a // b  # C division: truncates toward zero
-        if MODE == 2:
-            r = a - q * b
-            q = tl.where((r != 0) & ((r < 0) != (b < 0)), q - 1, q)
-        return q
-    if MODE == 0:
-        return tl.math.div_rn(a, b)
-    if MODE == 1:
-        return libdevice.trunc(tl.math.div_rn(a, b))
-    mod = libdevice.fmod(a, b)
-    div = tl.math.div_rn(a - mod, b)  # a whole number up to rounding
-    div = tl.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1.0, div)
-    fl = tl.floor(div)
-    fl = tl.where(div - fl > 0.5, fl + 1.0, fl)
-    q = tl.where(div != 0, fl, tl.where(tl.math.div_rn(a, b) < 0, -0.0, 0.0))
-    return tl.where(b == 0, tl.math.div_rn(a, b), q)  # division by zero: IEEE result
+            q = tl.math.div_rn(a.to(tl.float32), b.to(tl.float32))
+        else:
+            q = a // b  # C division: truncates toward zero
+            if MODE == 2:
+                r = a - q * b
+                q = tl.where((r != 0) & ((r < 0) != (b < 0)), q - 1, q)
+    elif MODE == 0:
+        q = tl.math.div_rn(a, b)
+    elif MODE == 1:
+        q = libdevice.trunc(tl.math.div_rn(a, b))
+    else:
+        mod = libdevice.fmod(a, b)
+        div = tl.math.div_rn(a - mod, b)  # a whole number up to rounding
+        div = tl.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1.0, div)
+        fl = tl.floor(div)
+        fl = tl.where(div - fl > 0.5, fl + 1.0, fl)
+        q = tl.where(div != 0, fl, tl.where(tl.math.div_rn(a, b) < 0, -0.0, 0.0))
+        q = tl.where(b == 0, tl.math.div_rn(a, b), q)  # division by zero: IEEE result
+    return q
 
 
 @triton.autotune(
