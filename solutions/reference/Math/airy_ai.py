@@ -27,7 +27,8 @@ def _airy_ai_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float64)
 
-    # Maclaurin series (x clamped so that lanes of the other regions stay finite)
+    # Maclaurin series (x clamped so that lanes of the other regions stay finite; tl.maximum
+    # returns the non-NaN operand, so NaN lanes are restored at the end)
     s = tl.minimum(tl.maximum(x, -7.0), 5.0)
     s3 = s * s * s
     a = tl.full([BLOCK], 1.0, tl.float64)
@@ -71,7 +72,8 @@ def _airy_ai_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     phase = zeta - PI_4
     neg = (tl.cos(phase) * even + tl.sin(phase) * odd) / root
 
-    ai = tl.where(x > 5.0, pos, tl.where(x < -7.0, neg, series))  # NaN falls to the series
+    ai = tl.where(x > 5.0, pos, tl.where(x < -7.0, neg, series))
+    ai = tl.where(x != x, x, ai)  # NaN in, NaN out: the clamp above turned NaN into -7 or 5
     tl.store(y_ptr + offs, ai.to(y_ptr.dtype.element_ty), mask=mask)
 
 

@@ -1,7 +1,9 @@
 """Audit a folder of solutions: each must launch Triton and call no torch compute in its wrapper.
 
 Run as ``TRITON_INTERPRET=1 python -m kbx.evaluate.audit solutions/reference [SPECS.jsonl]``
-(the CPU interpreter; each solution's first correctness case only).  Prints one JSON object per
+(the CPU interpreter; every correctness case of each solution: a kernel specialised for a later
+case's dtype or mode can fail to compile where the first case's compiles, as
+Fusion/fused_hstack_div's integer path did on the H200).  Prints one JSON object per
 solution: ``{"task_id", "launches", "forbidden": {name: count}, "error"}``; with SPECS.jsonl, also
 writes every distinct kernel launch for ``kbx.evaluate.hopper`` to compile for sm_90.  Not a
 sandbox: only for trusted solution sets such as kbx's own references.
@@ -28,12 +30,11 @@ def audit_one(path: str, task_id: str, counter: launches.LaunchCounter) -> dict[
         return dict(row, error="unknown task")
     try:
         entry = runner.import_entry(task, Path(path).resolve())
-        case = task.cases[0]
-        inputs = task.make_inputs(case, "cpu")
-        args, kwargs = runner.clone(inputs.args), runner.clone(dict(inputs.kwargs))
+        every = [task.make_inputs(case, "cpu") for case in task.cases]
         before = counter.launches
         with TorchCalls(lambda: counter.depth > 0) as calls:
-            entry(*args, **kwargs)
+            for inputs in every:
+                entry(*runner.clone(inputs.args), **runner.clone(dict(inputs.kwargs)))
         row["launches"] = counter.launches - before
         row["forbidden"] = calls.forbidden()
     except (Exception, runner.CandidateFailure) as exc:  # noqa: BLE001 - reported, not raised

@@ -5,7 +5,10 @@ Only applied when the child runs with ``TRITON_INTERPRET=1``:
   computes the same result, so the first one is kept;
 - libdevice functions (``extern_elementwise``) are computed by ``kbx.evaluate.libdevice``;
 - a kernel that reads a non-constexpr global fails as it would when compiled for the GPU;
-- Python float arguments are float32 scalars, as on the GPU (the interpreter keeps doubles).
+- Python float arguments are float32 scalars, as on the GPU (the interpreter keeps doubles);
+- ``tl.maximum`` / ``tl.minimum`` of floats return the non-NaN operand, as compiled code does
+  (the interpreter propagated NaN, so a clamp that turned NaN into a number passed on the CPU
+  and failed on the GPU: Math/airy_ai, H200 2026-11-30).
 """
 
 from __future__ import annotations
@@ -56,6 +59,15 @@ def reject_plain_globals(fn: Any) -> None:
             )
 
 
+def nan_ignoring_min_max(builder: Any) -> None:
+    """``tl.maximum(x, y)`` (propagate_nan=NONE, the default) lowers to LLVM's maxnum, which
+    returns the other operand when one is NaN (PTX ``max.f32``): numpy's fmax, not maximum."""
+    import numpy as np
+
+    builder.create_maxnumf = lambda self, lhs, rhs: self.binary_op(lhs, rhs, np.fmax)
+    builder.create_minnumf = lambda self, lhs, rhs: self.binary_op(lhs, rhs, np.fmin)
+
+
 def apply() -> None:
     from triton.runtime import autotuner, interpreter
 
@@ -102,6 +114,7 @@ def apply() -> None:
         return original_cvt(arg)
 
     interpreter._implicit_cvt = float32_scalars
+    nan_ignoring_min_max(interpreter.InterpreterBuilder)
 
     original_init = autotuner.Autotuner.__init__
 

@@ -100,8 +100,21 @@ def compile_spec(spec: dict[str, Any], modules: dict[str, Any]) -> str | None:
     try:
         triton.compile(src, target=GPUTarget("cuda", 90, 32), options=spec["options"])
     except Exception as exc:  # noqa: BLE001 - the compiler's verdict is the output
-        return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[-600:]
+        return describe(exc)
     return None
+
+
+def describe(exc: BaseException) -> str:
+    """The compiler's error with its innermost cause first (a CompilationError's own text is the
+    source of the outermost call; the reason is in its chain)."""
+    causes = [exc]
+    while causes[-1].__cause__ is not None and len(causes) < 10:
+        causes.append(causes[-1].__cause__)
+    root = causes[-1]
+    lines = [ln for ln in str(root).strip().splitlines() if ln.strip()]
+    reason = f"{type(root).__name__}: {lines[-1].strip() if lines else ''}"
+    where = " ".join(str(exc).split())
+    return f"{reason} | {type(exc).__name__}: {where}"[:800]
 
 
 def main(specs_path: str) -> int:

@@ -13,8 +13,9 @@ from typing import Any
 
 from torch.overrides import TorchFunctionMode
 
-# Allocation, views and layout, metadata, dtype/device moves of whole tensors, and randint: random
-# tasks must draw their kernel seed from torch's generator.
+# Allocation (resizing an ``out`` argument included), views and layout, metadata, dtype/device
+# moves of whole tensors, and randint: random tasks must draw their kernel seed from torch's
+# generator.
 ALLOWED = frozenset(
     """
     empty empty_like empty_strided zeros zeros_like ones ones_like full full_like new_empty
@@ -27,7 +28,7 @@ ALLOWED = frozenset(
     requires_grad is_cuda layout __hash__ __eq__ __format__ __repr__ __bool__ __index__ __int__
     to cpu cuda type clone detach copy_ __setitem__ fill_ zero_ __get__ __set__ item tolist
     result_type promote_types can_cast is_tensor broadcast_shapes broadcast_to swapaxes moveaxis
-    randint requires_grad_
+    randint requires_grad_ resize_ resize_as_
     """.split()
 )
 
