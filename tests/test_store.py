@@ -34,6 +34,18 @@ def test_put_replaces_by_key(tmp_path):
     assert [r["verdict"] for r in store.records()] == ["passed", "passed"]
 
 
+def test_seed_adds_only_missing_records_from_an_export(tmp_path):
+    exported = tmp_path / "results.jsonl"
+    rows = [dict(record("A/a", "passed", 2.0), key="k1"), dict(record("A/b", "timeout"), key="k2")]
+    exported.write_text("".join(json.dumps(r) + "\n" for r in rows) + "\n")
+    store = Store(tmp_path / "s.sqlite")
+    store.put("k2", record("A/b", "passed", 1.5))  # already here: kept, not overwritten
+    assert store.seed(exported) == 1
+    assert store.keys() == {"k1", "k2"}
+    verdicts = {r["task_id"]: r["verdict"] for r in store.records()}
+    assert verdicts == {"A/a": "passed", "A/b": "passed"}
+
+
 def test_summary_rates_are_over_tasks_and_suite():
     recs = [record("A/a", "mismatch"), record("A/a", "passed", 2.0), record("A/b", "timeout")]
     s = summarize(recs, suite_size=4)

@@ -53,6 +53,20 @@ class Store:
             rows = self.db.execute("SELECT record FROM results ORDER BY seq").fetchall()
         return [json.loads(r[0]) for r in rows]
 
+    def seed(self, results: Path) -> int:
+        """Add the records of an exported ``results.jsonl`` (another machine's run, say) that this
+        store lacks, so a run over the same source skips them; returns how many were added."""
+        have = self.keys()
+        added = 0
+        for line in results.read_text().splitlines():
+            record = json.loads(line) if line.strip() else {}
+            key = record.get("key")
+            if key and key not in have:
+                self.put(key, record)
+                have.add(key)
+                added += 1
+        return added
+
     def close(self) -> None:
         self.db.close()
 
