@@ -24,6 +24,7 @@ class CaseTiming:
     achieved_gbs: float | None = None
     achieved_tflops: float | None = None
     profiler_ms: float | None = None  # kernel time per call from the torch profiler, if asked
+    phases_ms: dict[str, float] | None = None  # the child's wall time per part of the timing
 
     @property
     def speedup(self) -> float:

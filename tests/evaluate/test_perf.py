@@ -59,3 +59,23 @@ def test_baselines_are_measured_once_then_come_from_the_cache(tmp_path, monkeypa
     calls.clear()
     again = perf.baseline_ms(task, perf.KINDS, None, perf.BaselineCache(tmp_path / "b.sqlite"))
     assert calls == [] and again == got
+
+
+def test_a_malformed_timing_report_is_forbidden_not_a_harness_error(monkeypatch):
+    """Timings come from the candidate's process: garbage there is the candidate's doing."""
+    import pytest
+
+    from kbx.evaluate import perf
+    from kbx.suite import find
+    from kbx.verdict import Reject, Verdict
+
+    task = find("Math/rsqrt")
+    monkeypatch.setattr(perf, "baseline_ms", lambda *a, **k: {(i, "eager"): 1.0 for i in range(9)})
+    good = [{"median_ms": 0.5, "reps": 10, "phases_ms": {"timing": 3.0}} for _ in task.bench]
+    cases, speedup, _ = perf.speedups(task, good, None, with_compile=False)
+    assert speedup == pytest.approx(2.0) and cases[0].phases_ms == {"timing": 3.0}
+    bad = [dict(t) for t in good]
+    bad[0]["median_ms"] = "fast"
+    with pytest.raises(Reject) as err:
+        perf.speedups(task, bad, None, with_compile=False)
+    assert err.value.verdict == Verdict.FORBIDDEN

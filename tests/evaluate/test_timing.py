@@ -2,8 +2,9 @@
 
 import itertools
 import random
+import time
 
-from kbx.evaluate.timing import measure, median_ci
+from kbx.evaluate.timing import SLOW_CALL_MS, measure, median_ci, warm_up
 
 
 def test_median_ci_brackets_the_median():
@@ -32,6 +33,29 @@ def test_measure_rotates_calls_and_respects_max_reps():
     t = measure(calls, clock, budget_ms=1e9, max_reps=50)
     assert t.reps == 50
     assert seen[:6] == calls + calls
+
+
+def test_warm_up_calls_every_set_then_keeps_warming_fast_calls():
+    calls_made = []
+    calls = [lambda i=i: calls_made.append(i) for i in range(4)]
+    warm = warm_up(calls, min_ms=5.0, sync=lambda: None)
+    assert (warm.sets, warm.slow) == (4, False)
+    assert calls_made[:4] == [0, 1, 2, 3] and len(calls_made) > 4
+
+
+def test_warm_up_stops_at_two_sets_for_slow_calls():
+    """A call of SLOW_CALL_MS or more (after the first, which may compile) is timed over 2 input
+    sets with fewer repetitions: the exclusive GPU turn is not spent warming 8 copies."""
+    calls_made = []
+
+    def slow(i):
+        calls_made.append(i)
+        time.sleep(SLOW_CALL_MS / 1000 * 1.2)
+
+    calls = [lambda i=i: slow(i) for i in range(8)]
+    warm = warm_up(calls, sync=lambda: None)
+    assert (warm.sets, warm.slow) == (2, True)
+    assert calls_made == [0, 1]
 
 
 def test_timed_calls_see_alternating_contents_so_address_caches_go_stale(monkeypatch):

@@ -3,6 +3,7 @@ cross-check.  The parent times its baselines with ``time_case`` too, so both sid
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ def input_sets(inputs: Inputs) -> list[tuple[Any, dict[str, Any]]]:
 
 def time_bench(
     task: Task, plan: Plan, entry: Callable[..., Any], channel: Sender, lock: str | None
-) -> tuple[list[dict[str, float]], list[list[Any]], list[int]]:
+) -> tuple[list[dict[str, Any]], list[list[Any]], list[int]]:
     """Time every benchmark case; also return the output of each case's last timed call, which
     the parent checks like any other output (a candidate that only computes when watched, or
     that replays stale results, fails there)."""
@@ -51,7 +52,8 @@ def time_bench(
                 raise CandidateFailure(classify(exc), explain(exc, Path(CANDIDATE_PATH))) from None
             outs.append(out)
             variants.append(variant)
-            extra = {"profiler_ms": PROFILE["ms"]} if PROFILE["on"] else {}
+            extra: dict[str, Any] = {"profiler_ms": PROFILE["ms"]} if PROFILE["on"] else {}
+            extra["phases_ms"] = dict(PHASES)
             timings.append(
                 {
                     "median_ms": t.median_ms,
@@ -68,6 +70,9 @@ def time_bench(
 
 
 PROFILE: dict[str, Any] = {"on": False, "ms": None}  # set by the child for --profile runs
+# Wall time of the last time_case's parts (copies of the inputs, warm-up and repetitions,
+# profiler pass, final call), reported with each timing to show where a GPU turn goes.
+PHASES: dict[str, float] = {}
 
 
 def profiler_ms(calls: list[Callable[[], None]], prepare: Callable[[int], None]) -> float:
@@ -100,6 +105,7 @@ def time_case(
     result cached by address is always stale there; the parent re-checks that output."""
     from kbx.evaluate.timing import time_calls
 
+    began = time.monotonic()
     sets = input_sets(inputs)
     contents = [inputs] + ([alt] if alt is not None else [])
     seeds = [case.torch_seed, refill_case(case).torch_seed]
@@ -127,14 +133,22 @@ def time_case(
         seen["calls"] += 1
 
     calls = [make(j) for j in range(len(sets))]
+    marks = {"sets": time.monotonic()}
     timing = time_calls(calls, prepare)
+    marks["timing"] = time.monotonic()
     if PROFILE["on"]:
         PROFILE["ms"] = profiler_ms(calls, prepare)
+    marks["profile"] = time.monotonic()
     final = (first.get(0, 0) + 1) % len(contents)
     load(0, final)
     calls[0]()
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         torch.cuda.synchronize()  # side streams included
+    marks["final"] = time.monotonic()
+    PHASES.clear()
+    for name, mark in marks.items():
+        PHASES[name] = round((mark - began) * 1000, 2)
+        began = mark
     out = last["out"]
     if task.inplace:
         out = (out, tuple(sets[0][0][p] for p in task.inplace))

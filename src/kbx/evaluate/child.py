@@ -59,7 +59,7 @@ def main(job_path: str) -> int:
         counter.required = job["require_triton"]
         benchtime.PROFILE["on"] = bool(job.get("profile"))
         results = runner.run_cases(task, plan, entry, counter, channel, job.get("lock"))
-        timings: list[dict[str, float]] = []
+        timings: list[dict[str, Any]] = []
         if job["perf"]:
             timings, results["timed"], results["timed_variant"] = benchtime.time_bench(
                 task, plan, entry, channel, job.get("lock")

@@ -168,7 +168,7 @@ def roofline(task: Task, index: int, kernel_ms: float, limits: Peaks) -> dict[st
 
 def speedups(
     task: Task,
-    timings: list[dict[str, float]],
+    timings: list[dict[str, Any]],
     lock_path: str | None,
     cache: BaselineCache | None = None,
     with_compile: bool = True,
@@ -182,6 +182,11 @@ def speedups(
     base = baseline_ms(task, KINDS if with_compile else ("eager",), lock_path, cache, gpu)
     cases = []
     for i, (case, t) in enumerate(zip(task.bench, timings, strict=True)):
+        if not isinstance(t, dict) or not all(
+            t.get(k) is None or isinstance(t[k], int | float)
+            for k in ("median_ms", "reps", "profiler_ms")
+        ):  # only candidate code in the child could have written this
+            raise Reject(Verdict.FORBIDDEN, f"bench {i}: malformed timing report {str(t)[:80]}")
         kernel_ms = float(t.get("median_ms", 0.0))
         if not kernel_ms > 0:
             raise Reject(Verdict.CRASHED, f"bench {i}: no valid timing")
@@ -190,6 +195,9 @@ def speedups(
         extra: dict[str, Any] = roofline(task, i, kernel_ms, limits) if limits else {}
         if t.get("profiler_ms") is not None:
             extra["profiler_ms"] = float(t["profiler_ms"])
+        phases = t.get("phases_ms")  # the child's claim, kept for diagnosis only
+        if isinstance(phases, dict) and all(isinstance(v, int | float) for v in phases.values()):
+            extra["phases_ms"] = {str(k): float(v) for k, v in list(phases.items())[:8]}
         cases.append(
             CaseTiming(
                 i,

@@ -102,7 +102,7 @@ def evaluate(candidate: Candidate, cfg: EvalConfig) -> Result:
 
 
 def time_against_baselines(
-    task: Task, timings: list[dict[str, float]], lock: str | None, cfg: EvalConfig, result: Result
+    task: Task, timings: list[dict[str, Any]], lock: str | None, cfg: EvalConfig, result: Result
 ) -> None:
     cache_dir = cfg.baseline_cache.parent if cfg.baseline_cache else None
     result.cases, result.speedup, result.speedup_compile = perf.speedups(

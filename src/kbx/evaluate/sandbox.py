@@ -69,7 +69,7 @@ class SandboxConfig:
 @dataclass
 class ChildRun:
     outputs: dict[str, list[Any]] = field(default_factory=dict)
-    timings: list[dict[str, float]] = field(default_factory=list)
+    timings: list[dict[str, Any]] = field(default_factory=list)
     stage_s: dict[str, float] = field(default_factory=dict)  # setup, import, run, timing, save
 
 

@@ -1,11 +1,11 @@
 """GPU timing used for the candidate (in its child) and the baselines (in a trusted process).
 
 Warm-up calls first (compile, autotune and first launches excluded); the L2 cache is flushed before
-each timed call; CUDA events bracket the call, the end after a device-wide synchronization, so
-work on other streams counts (``cuda_clock`` says how launch and sync overheads are kept out);
+each timed call; CUDA events bracket the call, the end after the GPU has finished the call's
+work on every stream (``cuda_clock`` says how, and how launch and sync overheads are kept out);
 calls rotate over several input sets at distinct addresses; repetitions go on until the 95%
-confidence interval of the median is within +-1% of it or the time budget is spent.  See
-docs/design/timing.md."""
+confidence interval of the median is within +-1% of it or the time budget is spent (calls of
+20 ms or more: 2 input sets, 5 repetitions at least).  See docs/design/timing.md."""
 
 from __future__ import annotations
 
@@ -73,23 +73,47 @@ def measure(
     return Timing(statistics.median(times), lo, hi, min(times), len(times))
 
 
-def warm_up(
-    calls: Sequence[Callable[[], Any]], prepare: Prepare | None = None, min_ms: float = 25.0
-) -> None:
-    """Every input set once, then until ``min_ms`` of wall time is spent."""
-    import torch
+SLOW_CALL_MS = 20.0  # a call this long evicts the L2 by itself and is timed over 2 input sets
+SLOW_MIN_REPS = 5  # ... with this many repetitions at least (10 otherwise)
 
+
+@dataclass(frozen=True)
+class Warm:
+    sets: int  # input sets the timing rotates over
+    slow: bool  # a warm-up call took SLOW_CALL_MS or more
+
+
+def warm_up(
+    calls: Sequence[Callable[[], Any]],
+    prepare: Prepare | None = None,
+    min_ms: float = 25.0,
+    sync: Callable[[], None] | None = None,
+) -> Warm:
+    """Every input set once, then calls until ``min_ms`` of wall time is spent.
+
+    A call (after the first, which may still compile or autotune) that takes ``SLOW_CALL_MS``
+    or more ends the warm-up at the second set: such calls (batched ``torch.linalg`` eager
+    baselines take seconds) gain nothing from more sets or more warm-up, and each costs the
+    GPU's exclusive turn."""
+    if sync is None:
+        import torch
+
+        sync = torch.cuda.synchronize
     start = time.monotonic()
     for i, call in enumerate(calls):
         if prepare is not None:
             prepare(i)
+        began = time.monotonic()
         call()
-    torch.cuda.synchronize()
+        sync()
+        if i >= 1 and (time.monotonic() - began) * 1000 >= SLOW_CALL_MS:
+            return Warm(i + 1, True)
     while (time.monotonic() - start) * 1000 < min_ms:
         if prepare is not None:
             prepare(0)
         calls[0]()
-        torch.cuda.synchronize()
+        sync()
+    return Warm(len(calls), False)
 
 
 SLEEP_CYCLES = 1_000_000  # ~0.5 ms of GPU clock: longer than the host takes to enqueue a call
@@ -165,8 +189,9 @@ def time_calls(
     budget_ms: float = CASE_BUDGET_MS,
 ) -> Timing:
     """Median time on the current CUDA device of calls rotating over input sets."""
-    warm_up(calls, prepare)
-    return measure(calls, cuda_clock(), prepare, budget_ms=budget_ms)
+    warm = warm_up(calls, prepare)
+    min_reps = SLOW_MIN_REPS if warm.slow else 10
+    return measure(calls[: warm.sets], cuda_clock(), prepare, budget_ms, min_reps=min_reps)
 
 
 def time_call(fn: Callable[[], Any], budget_ms: float = CASE_BUDGET_MS) -> Timing:
