@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +24,10 @@ from kbx.evaluate.gpulock import exclusive
 from kbx.evaluate.runner import clone, full_fp32
 from kbx.suite import find
 from kbx.task import Task
+
+# Per thread: seconds spent queueing for the exclusive lock before baseline timings (the parent's
+# job threads read and reset it, to report the wait apart from the measurement).
+WAITED = threading.local()
 
 
 def measure(task: Task, index: int, kind: str, lock: str | None) -> float | None:
@@ -40,7 +46,9 @@ def measure(task: Task, index: int, kind: str, lock: str | None) -> float | None
                 fn = torch.compile(task.reference, dynamic=False)
                 fn(*clone(inputs.args), **clone(dict(inputs.kwargs)))
                 torch.cuda.synchronize()
+            queued = time.monotonic()
             with exclusive(lock):
+                WAITED.seconds = getattr(WAITED, "seconds", 0.0) + time.monotonic() - queued
                 timing, _, _ = time_case(task, case, inputs, fn)
     except Exception:
         if kind == "eager":
