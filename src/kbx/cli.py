@@ -115,6 +115,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         else Path(args.baselines or cache_dir() / "baselines.sqlite"),
         compile_baseline=not args.no_compile_baseline,
         profile=args.profile,
+        fork=not args.no_fork_server,
     )
     with progress_bar() as bar:
         progress = bar.add_task("evaluating", total=None, last="")
@@ -299,6 +300,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="time only PyTorch eager, not torch.compile of the reference",
     )
     e.add_argument("--timeout-s", type=float, help="limit for import, each case and each timing")
+    e.add_argument(
+        "--no-fork-server",
+        action="store_true",
+        help="start each candidate's process as a fresh Python (slower) instead of forking it "
+        "from kbx's server with torch and triton already imported",
+    )
     e.set_defaults(fn=cmd_eval)
     pr = sub.add_parser("prompts", help="write every task's prompt to a JSONL file")
     pr.add_argument("--out", required=True, metavar="FILE", help="JSONL: one {file, instruction}")

@@ -32,10 +32,12 @@ class Channel:
         self.stream.flush()
 
 
-def main(job_path: str) -> int:
+def main(job_path: str, msg_fd: int | None = None) -> int:
+    """Run the job; ``msg_fd`` is the progress pipe when it is not the job file's (a child
+    forked by ``forkserver.py`` receives it under another number)."""
     job = json.loads(Path(job_path).read_text())
     Path(job_path).unlink()  # the candidate need not learn the channel's number from it
-    channel = Channel(job["msg_fd"])
+    channel = Channel(job["msg_fd"] if msg_fd is None else msg_fd)
     if job["device"] == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"  # must precede the first import of triton
     import torch
@@ -77,9 +79,14 @@ def main(job_path: str) -> int:
     return 0
 
 
-if __name__ == "__main__":
+def run_job(job_path: str, msg_fd: int | None = None) -> int:
+    """``main`` with kbx's own faults (before or after the candidate ran) as exit code 70."""
     try:
-        sys.exit(main(sys.argv[1]))
-    except Exception:  # noqa: BLE001 - a fault in kbx's own child code, before or after the candidate ran
+        return main(job_path, msg_fd)
+    except Exception:  # noqa: BLE001 - reported on stderr, turned into a verdict by the parent
         sys.stderr.write(traceback.format_exc())
-        sys.exit(70)
+        return 70
+
+
+if __name__ == "__main__":
+    sys.exit(run_job(sys.argv[1]))

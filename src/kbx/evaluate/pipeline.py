@@ -34,6 +34,7 @@ class EvalConfig:
     compile_baseline: bool = True  # also time torch.compile of the reference
     gpu: int | None = None  # which visible GPU runs this job (set by the scheduler)
     profile: bool = False  # cross-check candidate timings with the torch profiler
+    fork: bool = True  # children forked from the fork server (else a fresh Python each)
 
     @property
     def timed(self) -> bool:
@@ -52,6 +53,7 @@ class EvalConfig:
             else None,
             gpu=self.gpu,
             profile=self.profile,
+            fork=self.fork,
         )
 
     def device_context(self) -> contextlib.AbstractContextManager[Any]:

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 import kbx
+from kbx.evaluate import forkserver
 from kbx.task import Task
 from kbx.verdict import CHILD_VERDICTS, Reject, Verdict
 
@@ -64,6 +65,7 @@ class SandboxConfig:
     threads: int = 1
     gpu: int | None = None  # index among the parent's visible GPUs; None: the default one
     profile: bool = False  # also measure kernel time with the torch profiler (cross-check)
+    fork: bool = True  # start children from the fork server (forkserver.py), not a new Python
 
 
 @dataclass
@@ -74,11 +76,21 @@ class ChildRun:
 
 
 def run_child(task: Task, code: str, cfg: SandboxConfig) -> ChildRun:
-    workdir = Path(tempfile.mkdtemp(prefix="kbx-", dir=scratch_root()))
-    try:
-        return Child(task, code, cfg, workdir).run()
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    """Run the candidate in a child; if a child from the fork server cannot even set up (kbx's
+    fault, e.g. CUDA unusable after the fork on some machine), the fork server is given up for
+    this device and the candidate runs again in a fresh interpreter."""
+    for attempt in (1, 2):
+        workdir = Path(tempfile.mkdtemp(prefix="kbx-", dir=scratch_root()))
+        child = Child(task, code, cfg, workdir)
+        try:
+            return child.run()
+        except Reject as r:
+            if attempt == 2 or not child.forked or r.verdict != Verdict.HARNESS_ERROR:
+                raise
+            forkserver.give_up(cfg.device, r.detail)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+    raise AssertionError("unreachable")
 
 
 def scratch_root() -> str | None:
@@ -86,7 +98,9 @@ def scratch_root() -> str | None:
     return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
 
 
-def child_env(workdir: Path, cfg: SandboxConfig) -> dict[str, str]:
+def child_env(workdir: Path, cfg: SandboxConfig, gpu: int | None = -1) -> dict[str, str]:
+    """The child's whole environment (``gpu`` -1: the config's GPU; None: as the parent's)."""
+    gpu = cfg.gpu if gpu == -1 else gpu
     env = {k: os.environ[k] for k in ENV_KEEP if k in os.environ}
     env.update(
         HOME=str(workdir),
@@ -97,8 +111,8 @@ def child_env(workdir: Path, cfg: SandboxConfig) -> dict[str, str]:
         MKL_NUM_THREADS=str(cfg.threads),
         TRITON_CACHE_DIR=str(cfg.cache_dir or workdir / "triton-cache"),
     )
-    if cfg.gpu is not None:  # the child sees only its GPU, as cuda:0
-        env["CUDA_VISIBLE_DEVICES"] = visible_gpu(cfg.gpu)
+    if gpu is not None:  # the child sees only its GPU, as cuda:0
+        env["CUDA_VISIBLE_DEVICES"] = visible_gpu(gpu)
     return env
 
 
@@ -122,6 +136,7 @@ class Child:
         (workdir / "candidate.py").write_text(code)
         self.buffer = b""
         self.stage = "setup"
+        self.forked = False
 
     def run(self) -> ChildRun:
         read_fd, write_fd = os.pipe()
@@ -135,21 +150,33 @@ class Child:
             "lock": str(self.cfg.lock_path) if self.cfg.lock_path else None,
         }
         (self.workdir / "job.json").write_text(json.dumps(job))
+        env = child_env(self.workdir, self.cfg)
+        server = None
+        if self.cfg.fork and forkserver.usable(self.cfg.device):
+            server = forkserver.server_for(self.cfg.device, child_env(Path("."), self.cfg, None))
         with (
             open(self.workdir / "stdout.txt", "wb") as out,
             open(self.workdir / "stderr.txt", "wb") as err,
         ):
-            self.proc = subprocess.Popen(
-                [sys.executable, "-X", "faulthandler", "-m", "kbx.evaluate.child", "job.json"],
-                cwd=self.workdir,
-                env=child_env(self.workdir, self.cfg),
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                pass_fds=(write_fd,),
-                start_new_session=True,
-                preexec_fn=limit_resources,
-            )
+            self.proc: subprocess.Popen[bytes] | forkserver.ForkedProcess
+            try:
+                if server is None:
+                    raise RuntimeError("no fork server")
+                fds = [write_fd, out.fileno(), err.fileno()]
+                self.proc = server.spawn("job.json", str(self.workdir), env, fds)
+                self.forked = True
+            except RuntimeError:  # a fresh interpreter instead
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-X", "faulthandler", "-m", "kbx.evaluate.child", "job.json"],
+                    cwd=self.workdir,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    pass_fds=(write_fd,),
+                    start_new_session=True,
+                    preexec_fn=limit_resources,
+                )
         os.close(write_fd)
         try:
             return self.follow(read_fd)

@@ -1,0 +1,255 @@
+"""A fork server for candidate children: Python, torch, triton and kbx imported once, then one
+``fork`` per candidate instead of a fresh interpreter (about 2 s of imports saved per child).
+
+``python -m kbx.evaluate.forkserver DEVICE FD`` is started by the parent (``ForkServer``) with the
+children's scrubbed environment; it never touches CUDA (a process that initialised CUDA cannot
+fork children that use it).  Over a ``SOCK_SEQPACKET`` socket it takes one request per child (a
+JSON object: job file, working folder, environment; with the child's progress pipe, stdout and
+stderr as file descriptors), forks, and answers with the child's pid; when a child ends it sends
+its exit code (negative: killed by that signal), as ``Popen.wait`` would give.
+
+The forked child gets what a fresh one would: its own session (so it can be killed as a group),
+folder, environment, standard streams and resource limits, then runs ``child.run_job``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+READY_TIMEOUT_S = 120.0  # the server's own start-up: imports of torch and triton
+
+
+def serve(sock: socket.socket, device: str) -> int:
+    """Import everything a child needs, then fork one child per request until the parent goes."""
+    if device == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"  # before triton is first imported
+    import torch  # noqa: F401 - imported here so that children start with it
+    import triton  # noqa: F401
+
+    from kbx.evaluate import benchtime, child, launches, runner  # noqa: F401
+    from kbx.suite import load_suite
+
+    load_suite()
+    if torch.cuda.is_initialized():  # a forked child could not use CUDA
+        raise RuntimeError("CUDA was initialised in the fork server")
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    children: set[int] = set()
+    sock.send(json.dumps({"ready": True}).encode())
+    while True:
+        ready, _, _ = select.select([sock.fileno(), wake_r], [], [])
+        if wake_r in ready:
+            os.read(wake_r, 4096)
+        reap(children, sock)
+        if sock.fileno() not in ready:
+            continue
+        data, fds, _, _ = socket.recv_fds(sock, 1 << 20, 3)
+        if not data:
+            return 0  # the parent has gone
+        request = json.loads(data)
+        pid = os.fork()
+        if pid == 0:
+            os.close(wake_r)
+            os.close(wake_w)
+            become_child(request, fds, sock)  # never returns
+        for fd in fds:
+            os.close(fd)
+        children.add(pid)
+        sock.send(json.dumps({"id": request["id"], "pid": pid}).encode())
+
+
+def reap(children: set[int], sock: socket.socket) -> None:
+    while children:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        children.discard(pid)
+        sock.send(json.dumps({"pid": pid, "exit": os.waitstatus_to_exitcode(status)}).encode())
+
+
+def become_child(request: dict[str, Any], fds: list[int], sock: socket.socket) -> None:
+    """In the forked process: set up what a fresh child would have, run the job, exit."""
+    code = 70
+    try:
+        sock.close()
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.setsid()
+        msg_fd, out_fd, err_fd = fds
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out_fd, 1)
+        os.dup2(err_fd, 2)
+        for fd in (null, out_fd, err_fd):
+            os.close(fd)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        tempfile.tempdir = None  # computed again from the child's TMPDIR
+        sys.path[0] = request["cwd"]  # as for ``python -m`` started in that folder
+        sys.argv = ["-m", request["job"]]
+        from kbx.evaluate import child
+        from kbx.evaluate.sandbox import limit_resources
+
+        limit_resources()
+        code = child.run_job(request["job"], msg_fd)
+    except BaseException:  # noqa: BLE001 - reported on the child's stderr, like a fresh child
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):  # nothing left to report to
+                stream.flush()
+        os._exit(code)
+
+
+@dataclass
+class ForkedProcess:
+    """A child forked by the server, with the parts of ``Popen`` the sandbox uses."""
+
+    server: ForkServer
+    pid: int
+    returncode: int | None = field(default=None)
+
+    def wait(self, timeout: float | None = None) -> int:
+        """The exit code (negative: the signal), waiting for it; as ``Popen.wait``, it may be
+        asked again."""
+        if self.returncode is None:
+            self.returncode = self.server.exit_code(self.pid, timeout)
+        return self.returncode
+
+
+class ForkServer:
+    """Parent side: one server process per (device, threads), shared by the job threads."""
+
+    def __init__(self, device: str, env: dict[str, str]) -> None:
+        here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.folder = tempfile.mkdtemp(prefix="kbx-forkserver-")
+        cmd = [sys.executable, "-X", "faulthandler", "-m", __name__, device, str(there.fileno())]
+        self.proc = subprocess.Popen(
+            cmd,
+            cwd=self.folder,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            pass_fds=(there.fileno(),),
+            start_new_session=True,
+        )
+        there.close()
+        self.sock = here
+        self.send_lock = threading.Lock()
+        self.changed = threading.Condition()
+        self.pids: dict[int, int] = {}
+        self.exits: dict[int, int] = {}
+        self.next_id = 0
+        self.alive = True
+        self.ready = False
+        threading.Thread(target=self.read, daemon=True, name="kbx-forkserver").start()
+        with self.changed:
+            if not self.changed.wait_for(lambda: self.ready or not self.alive, READY_TIMEOUT_S):
+                self.alive = False
+        if not self.ready:
+            self.close()
+            raise RuntimeError("the fork server did not start")
+
+    def read(self) -> None:
+        while True:
+            try:
+                data = self.sock.recv(1 << 16)
+            except OSError:
+                data = b""
+            with self.changed:
+                if not data:
+                    self.alive = False
+                    self.changed.notify_all()
+                    return
+                msg = json.loads(data)
+                if msg.get("ready"):
+                    self.ready = True
+                elif "exit" in msg:
+                    self.exits[msg["pid"]] = msg["exit"]
+                else:
+                    self.pids[msg["id"]] = msg["pid"]
+                self.changed.notify_all()
+
+    def spawn(self, job: str, cwd: str, env: dict[str, str], fds: list[int]) -> ForkedProcess:
+        """Fork a child that runs ``job`` in ``cwd`` with ``env`` and the progress pipe, stdout
+        and stderr given by ``fds`` (the caller keeps and closes its own copies)."""
+        with self.send_lock:
+            self.next_id += 1
+            ident = self.next_id
+            request = {"id": ident, "job": job, "cwd": cwd, "env": env}
+            socket.send_fds(self.sock, [json.dumps(request).encode()], fds)
+        with self.changed:
+            self.changed.wait_for(lambda: ident in self.pids or not self.alive, 60.0)
+            if ident not in self.pids:
+                raise RuntimeError("the fork server did not start the child")
+            return ForkedProcess(self, self.pids.pop(ident))
+
+    def exit_code(self, pid: int, timeout: float | None) -> int:
+        with self.changed:
+            if not self.changed.wait_for(lambda: pid in self.exits or not self.alive, timeout):
+                raise subprocess.TimeoutExpired(f"forked child {pid}", timeout or 0.0)
+            if pid not in self.exits:  # the server died: its children were orphaned
+                return -int(signal.SIGKILL)
+            return self.exits.pop(pid)
+
+    def close(self) -> None:
+        self.alive = False
+        try:
+            self.sock.close()
+        finally:
+            self.proc.kill()
+            self.proc.wait()
+
+
+_servers: dict[tuple[str, str], ForkServer] = {}
+_servers_lock = threading.Lock()
+_given_up: dict[str, str] = {}  # device -> why forked children are not used there any more
+
+
+def usable(device: str) -> bool:
+    return device not in _given_up
+
+
+def give_up(device: str, why: str) -> None:
+    """Stop forking children for ``device`` in this process (they failed to set up)."""
+    if device not in _given_up:
+        _given_up[device] = why
+        sys.stderr.write(f"kbx: fork server off for {device} ({why[:200]}); fresh processes\n")
+
+
+def server_for(device: str, env: dict[str, str]) -> ForkServer | None:
+    """The running server for this device and thread count (started on first use), or None if
+    one cannot be started (the caller then starts a fresh interpreter)."""
+    key = (device, env.get("OMP_NUM_THREADS", ""))
+    with _servers_lock:
+        server = _servers.get(key)
+        if server is not None and server.alive:
+            return server
+        try:
+            _servers[key] = ForkServer(device, env)
+        except (OSError, RuntimeError):
+            _servers.pop(key, None)
+            return None
+        return _servers[key]
+
+
+if __name__ == "__main__":
+    channel = socket.socket(fileno=int(sys.argv[2]))
+    sys.exit(serve(channel, sys.argv[1]))

@@ -1,0 +1,104 @@
+"""The fork server starts children as a fresh interpreter would: own folder, environment,
+session and streams; exit codes as ``Popen`` gives them; and the sandbox can do without it."""
+
+import json
+import os
+import signal
+from pathlib import Path
+
+from kbx.evaluate import forkserver
+from kbx.evaluate.sandbox import SandboxConfig, child_env
+
+SPY = """
+import json, os, sys, tempfile
+print(json.dumps({"cwd": os.getcwd(), "home": os.environ.get("HOME"), "tmp": tempfile.gettempdir(),
+                  "own_session": os.getsid(0) == os.getpid(), "path0": sys.path[0],
+                  "keys": sorted(os.environ)}))
+def gelu(input, approximate="none"):
+    raise ValueError("spy")
+"""
+
+KILLER = """
+import os, signal
+def gelu(input, approximate="none"):
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def start(server, folder: Path, code: str, cfg: SandboxConfig):
+    folder.mkdir()
+    (folder / "candidate.py").write_text(code)
+    read_fd, write_fd = os.pipe()
+    job = {"task_id": "Activation/gelu", "device": "cpu", "perf": False}
+    job.update(require_triton=True, msg_fd=write_fd, lock=None)
+    (folder / "job.json").write_text(json.dumps(job))
+    with open(folder / "out.txt", "wb") as out, open(folder / "err.txt", "wb") as err:
+        env = child_env(folder, cfg)
+        proc = server.spawn("job.json", str(folder), env, [write_fd, out.fileno(), err.fileno()])
+    os.close(write_fd)
+    with os.fdopen(read_fd) as messages:
+        events = [json.loads(line) for line in messages]
+    return proc, events
+
+
+def test_forked_children_get_their_own_folder_env_and_session(tmp_path):
+    cfg = SandboxConfig(device="cpu", perf=False)
+    server = forkserver.server_for("cpu", child_env(Path("."), cfg, None))
+    assert server is not None
+    proc, events = start(server, tmp_path / "spy", SPY, cfg)
+    assert proc.wait(60) == 0 and proc.wait() == 0  # asked twice, as Popen allows
+    assert events[-1]["verdict"] == "runtime_error"
+    seen = json.loads((tmp_path / "spy" / "out.txt").read_text().splitlines()[0])
+    folder = str(tmp_path / "spy")
+    assert seen["cwd"] == seen["home"] == seen["tmp"] == seen["path0"] == folder
+    assert seen["own_session"]
+    assert set(seen["keys"]) <= set(child_env(tmp_path / "spy", cfg)) | {"TRITON_INTERPRET"}
+
+
+def test_a_signal_that_kills_a_forked_child_is_its_exit_code(tmp_path):
+    cfg = SandboxConfig(device="cpu", perf=False)
+    server = forkserver.server_for("cpu", child_env(Path("."), cfg, None))
+    proc, events = start(server, tmp_path / "killed", KILLER, cfg)
+    assert proc.wait(60) == -signal.SIGKILL
+    assert all(e.get("event") != "reject" for e in events)
+
+
+def test_the_sandbox_also_runs_children_in_a_fresh_interpreter(tmp_path):
+    from kbx.evaluate.sandbox import run_child
+    from kbx.suite import find
+    from kbx.verdict import Reject, Verdict
+
+    cfg = SandboxConfig(device="cpu", perf=False, fork=False)
+    try:
+        run_child(find("Activation/gelu"), KILLER, cfg)
+    except Reject as r:
+        assert r.verdict == Verdict.CRASHED and "SIGKILL" in r.detail
+    else:
+        raise AssertionError("a killed child must be rejected")
+
+
+def test_a_forked_child_that_cannot_set_up_sends_the_candidate_to_a_fresh_interpreter(
+    tmp_path, monkeypatch
+):
+    """kbx's own failure to start a forked child must not become the candidate's verdict."""
+    import subprocess
+    import sys
+
+    from kbx.evaluate.sandbox import run_child
+    from kbx.suite import find
+    from kbx.verdict import Reject, Verdict
+
+    class BrokenServer:
+        def spawn(self, job, cwd, env, fds):
+            return subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+
+    monkeypatch.setattr(forkserver, "_given_up", {})
+    monkeypatch.setattr(forkserver, "server_for", lambda device, env: BrokenServer())
+    cfg = SandboxConfig(device="cpu", perf=False)
+    try:
+        run_child(find("Activation/gelu"), KILLER, cfg)
+    except Reject as r:
+        assert r.verdict == Verdict.CRASHED and "SIGKILL" in r.detail  # the fresh child's
+    else:
+        raise AssertionError("a killed child must be rejected")
+    assert not forkserver.usable("cpu")
