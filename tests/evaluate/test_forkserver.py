@@ -102,3 +102,17 @@ def test_a_forked_child_that_cannot_set_up_sends_the_candidate_to_a_fresh_interp
     else:
         raise AssertionError("a killed child must be rejected")
     assert not forkserver.usable("cpu")
+
+
+def test_a_server_that_cannot_start_is_not_retried_for_every_child(monkeypatch):
+    starts = []
+
+    def broken(device, env):
+        starts.append(device)
+        raise RuntimeError("the fork server did not start")
+
+    monkeypatch.setattr(forkserver, "_given_up", {})
+    monkeypatch.setattr(forkserver, "_servers", {})
+    monkeypatch.setattr(forkserver, "ForkServer", broken)
+    assert forkserver.server_for("cpu", {}) is None
+    assert not forkserver.usable("cpu") and starts == ["cpu"]

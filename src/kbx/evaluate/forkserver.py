@@ -244,8 +244,9 @@ def server_for(device: str, env: dict[str, str]) -> ForkServer | None:
             return server
         try:
             _servers[key] = ForkServer(device, env)
-        except (OSError, RuntimeError):
+        except (OSError, RuntimeError) as exc:
             _servers.pop(key, None)
+            give_up(device, f"{type(exc).__name__}: {exc}")  # not tried again for every child
             return None
         return _servers[key]
 
