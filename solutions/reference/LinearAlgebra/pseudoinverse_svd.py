@@ -53,9 +53,10 @@ def _pinv_kernel(
     a = a.to(tl.float32)
     v = tl.where(vrows[:, None] == cols[None, :], 1.0, 0.0)
     # A fixed number of sweeps with no data-dependent exit: once a sweep rotates nothing the
-    # rest are no-ops (`live` off).  The while loop this replaced made no progress for 120 s on
-    # the H200 (triton 3.6) in a rank-deficient wide case that converges in 6 sweeps on the CPU;
-    # a loop whose trip count is the same for every thread cannot split the program at a barrier.
+    # rest are no-ops (`live` off).  With the while loop this replaced, the H200 run (triton
+    # 3.6) made no progress for 120 s in a rank-deficient wide case that converges in 6 sweeps
+    # on the CPU (cause not established); a loop whose trip count is the same for every thread
+    # cannot split the program at a barrier.
     rotated = 1
     for _sweep in range(0, max_sweeps):
         live = rotated > 0
