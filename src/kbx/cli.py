@@ -171,7 +171,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         def done(r: TaskReport) -> None:
             bar.update(progress, advance=1, last=f"{r.task_id}: {'ok' if r.ok else 'FAILED'}")
 
-        cfg = EvalConfig(device=device, run_dir=Path(run_dir))
+        cfg = EvalConfig(device=device, run_dir=Path(run_dir), fork=not args.no_fork_server)
         reports = validate(tasks, cfg, jobs, on_done=done)
     failed = [r for r in reports if not r.ok]
     table = Table(
@@ -316,6 +316,9 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--device", choices=("cuda", "cpu"))
     v.add_argument("--jobs", type=int, help="tasks in flight")
     v.add_argument("--json", metavar="FILE", help="also write every task's probes to FILE")
+    v.add_argument(
+        "--no-fork-server", action="store_true", help="a fresh Python per task's child process"
+    )
     v.set_defaults(fn=cmd_validate)
     r = sub.add_parser("report", help="tables by category and verdict for a run folder")
     r.add_argument("run_dir")
