@@ -7,7 +7,7 @@ import signal
 from pathlib import Path
 
 from kbx.evaluate import forkserver
-from kbx.evaluate.sandbox import SandboxConfig, child_env
+from kbx.evaluate.sandbox import SandboxConfig, child_env, server_env
 
 SPY = """
 import json, os, sys, tempfile
@@ -43,7 +43,7 @@ def start(server, folder: Path, code: str, cfg: SandboxConfig):
 
 def test_forked_children_get_their_own_folder_env_and_session(tmp_path):
     cfg = SandboxConfig(device="cpu", perf=False)
-    server = forkserver.server_for("cpu", child_env(Path("."), cfg, None))
+    server = forkserver.server_for("cpu", server_env(cfg))
     assert server is not None
     proc, events = start(server, tmp_path / "spy", SPY, cfg)
     assert proc.wait(60) == 0 and proc.wait() == 0  # asked twice, as Popen allows
@@ -57,7 +57,7 @@ def test_forked_children_get_their_own_folder_env_and_session(tmp_path):
 
 def test_a_signal_that_kills_a_forked_child_is_its_exit_code(tmp_path):
     cfg = SandboxConfig(device="cpu", perf=False)
-    server = forkserver.server_for("cpu", child_env(Path("."), cfg, None))
+    server = forkserver.server_for("cpu", server_env(cfg))
     proc, events = start(server, tmp_path / "killed", KILLER, cfg)
     assert proc.wait(60) == -signal.SIGKILL
     assert all(e.get("event") != "reject" for e in events)

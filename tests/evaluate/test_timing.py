@@ -58,20 +58,16 @@ def test_warm_up_stops_at_two_sets_for_slow_calls():
     assert calls_made == [0, 1]
 
 
-def test_timed_calls_see_alternating_contents_so_address_caches_go_stale(monkeypatch):
-    """time_case on the CPU with a stand-in clock: an honest entry's last output matches the
-    contents it saw; a cache keyed on the input address returns a stale one."""
-    import torch
-
+def stand_in_clock(monkeypatch, passes):
+    """``time_calls`` replaced by ``passes`` untimed calls rotating over 2 input sets, each
+    prepared as the real timing prepares it; it reports 1 ms."""
     from kbx.evaluate import benchtime, runner, timing
-    from kbx.suite import find
-    from kbx.task import Inputs
 
     def cpu_time_calls(calls, prepare=None, budget_ms=0.0):
-        for i in range(7):
+        for i in range(passes):
             prepare(i % len(calls))
             calls[i % len(calls)]()
-        return timing.Timing(1.0, 1.0, 1.0, 1.0, 7)
+        return timing.Timing(1.0, 0.9, 1.1, 0.9, passes)
 
     monkeypatch.setattr(timing, "time_calls", cpu_time_calls)
     monkeypatch.setattr(
@@ -81,6 +77,18 @@ def test_timed_calls_see_alternating_contents_so_address_caches_go_stale(monkeyp
             (runner.clone(inputs.args), runner.clone(dict(inputs.kwargs))) for _ in range(2)
         ],
     )
+
+
+def test_timed_calls_see_alternating_contents_so_address_caches_go_stale(monkeypatch):
+    """time_case on the CPU with a stand-in clock: an honest entry's last output matches the
+    contents it saw; a cache keyed on the input address returns a stale one."""
+    import torch
+
+    from kbx.evaluate import benchtime
+    from kbx.suite import find
+    from kbx.task import Inputs
+
+    stand_in_clock(monkeypatch, passes=7)
     task = find("Math/rsqrt")
     case = task.cases[0]
     a = Inputs((torch.full((8,), 4.0), None))
@@ -106,23 +114,12 @@ def test_time_bench_outputs_are_judged_against_the_contents_they_saw(monkeypatch
     import pytest
     import torch
 
-    from kbx.evaluate import benchtime, reference, runner, timing
+    from kbx.evaluate import benchtime, reference, runner
     from kbx.suite import find
     from kbx.task import Case
     from kbx.verdict import Reject, Verdict
 
-    def cpu_time_calls(calls, prepare=None, budget_ms=0.0):
-        for i in range(5):
-            prepare(i % len(calls))
-            calls[i % len(calls)]()
-        return timing.Timing(1.0, 0.9, 1.1, 0.9, 5)
-
-    monkeypatch.setattr(timing, "time_calls", cpu_time_calls)
-    monkeypatch.setattr(
-        benchtime,
-        "input_sets",
-        lambda inputs: [(runner.clone(inputs.args), {}) for _ in range(2)],
-    )
+    stand_in_clock(monkeypatch, passes=5)
     task = dataclasses.replace(find("Math/rsqrt"), bench=(Case((1000,), seed=11),))
     plan = runner.Plan.build(task, "cpu", bench=True, timed=True)
     assert plan.bench_refills[0] is not None

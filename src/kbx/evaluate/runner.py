@@ -136,11 +136,15 @@ def to_cpu(x: Any) -> Any:
     return f"<object of type {type(x).__name__}>"
 
 
+def copies(inputs: Inputs) -> tuple[Any, dict[str, Any]]:
+    """Fresh copies of a case's arguments (a GPU copy: under the shared lock)."""
+    with shared(GPU_LOCK):
+        return clone(inputs.args), clone(dict(inputs.kwargs))
+
+
 def call(task: Task, entry: Callable[..., Any], inputs: Inputs, seed: int, device: str) -> Any:
     """One call on fresh copies of the inputs, seeded; returns outputs on the CPU."""
-    with shared(GPU_LOCK):
-        args, kwargs = clone(inputs.args), clone(dict(inputs.kwargs))
-    return call_on(task, entry, args, kwargs, seed, device)
+    return call_on(task, entry, *copies(inputs), seed, device)
 
 
 def call_on(
@@ -177,20 +181,13 @@ def run_cases(
     is taken per launch and per copy, never across a compile."""
     global GPU_LOCK
     GPU_LOCK = lock
-    return run_all_cases(task, plan, entry, counter, channel)
-
-
-def run_all_cases(
-    task: Task, plan: Plan, entry: Callable[..., Any], counter: LaunchCounter, channel: Sender
-) -> dict[str, list[Any]]:
     results: dict[str, list[Any]] = {"cases": [], "bench": [], "refill": []}
     for kind, items in (("cases", plan.cases), ("bench", plan.bench)):
         for i, (case, inputs) in enumerate(items):
             channel.send("case", kind=kind, index=i)
             before = counter.launches
             seed = case.torch_seed
-            with shared(GPU_LOCK):
-                args, kwargs = clone(inputs.args), clone(dict(inputs.kwargs))
+            args, kwargs = copies(inputs)
             outs = [call_on(task, entry, args, kwargs, seed, plan.device)]
             if task.random:  # the same seed again must repeat; another must not
                 outs += [call(task, entry, inputs, s, plan.device) for s in (seed, seed + 7919)]

@@ -8,6 +8,7 @@ this candidate alone.  Only this module and the CLI read environment variables.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import resource
@@ -98,9 +99,8 @@ def scratch_root() -> str | None:
     return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
 
 
-def child_env(workdir: Path, cfg: SandboxConfig, gpu: int | None = -1) -> dict[str, str]:
-    """The child's whole environment (``gpu`` -1: the config's GPU; None: as the parent's)."""
-    gpu = cfg.gpu if gpu == -1 else gpu
+def child_env(workdir: Path, cfg: SandboxConfig) -> dict[str, str]:
+    """The child's whole environment."""
     env = {k: os.environ[k] for k in ENV_KEEP if k in os.environ}
     env.update(
         HOME=str(workdir),
@@ -111,9 +111,15 @@ def child_env(workdir: Path, cfg: SandboxConfig, gpu: int | None = -1) -> dict[s
         MKL_NUM_THREADS=str(cfg.threads),
         TRITON_CACHE_DIR=str(cfg.cache_dir or workdir / "triton-cache"),
     )
-    if gpu is not None:  # the child sees only its GPU, as cuda:0
-        env["CUDA_VISIBLE_DEVICES"] = visible_gpu(gpu)
+    if cfg.gpu is not None:  # the child sees only its GPU, as cuda:0
+        env["CUDA_VISIBLE_DEVICES"] = visible_gpu(cfg.gpu)
     return env
+
+
+def server_env(cfg: SandboxConfig) -> dict[str, str]:
+    """The fork server's environment: the children's, less what each child sets for itself
+    (its folder, its GPU)."""
+    return child_env(Path("."), dataclasses.replace(cfg, gpu=None))
 
 
 KBX_PATH = str(Path(kbx.__file__).resolve().parent.parent)  # what a kbx subprocess imports from
@@ -150,39 +156,46 @@ class Child:
             "lock": str(self.cfg.lock_path) if self.cfg.lock_path else None,
         }
         (self.workdir / "job.json").write_text(json.dumps(job))
-        env = child_env(self.workdir, self.cfg)
-        server = None
-        if self.cfg.fork and forkserver.usable(self.cfg.device):
-            server = forkserver.server_for(self.cfg.device, child_env(Path("."), self.cfg, None))
         with (
             open(self.workdir / "stdout.txt", "wb") as out,
             open(self.workdir / "stderr.txt", "wb") as err,
         ):
-            self.proc: subprocess.Popen[bytes] | forkserver.ForkedProcess
-            try:
-                if server is None:
-                    raise RuntimeError("no fork server")
-                fds = [write_fd, out.fileno(), err.fileno()]
-                self.proc = server.spawn("job.json", str(self.workdir), env, fds)
-                self.forked = True
-            except RuntimeError:  # a fresh interpreter instead
-                self.proc = subprocess.Popen(
-                    [sys.executable, "-X", "faulthandler", "-m", "kbx.evaluate.child", "job.json"],
-                    cwd=self.workdir,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=err,
-                    pass_fds=(write_fd,),
-                    start_new_session=True,
-                    preexec_fn=limit_resources,
-                )
+            self.proc = self.start(write_fd, out.fileno(), err.fileno())
         os.close(write_fd)
         try:
             return self.follow(read_fd)
         finally:
             os.close(read_fd)
             self.kill()
+
+    def start(
+        self, msg_fd: int, out_fd: int, err_fd: int
+    ) -> subprocess.Popen[bytes] | forkserver.ForkedProcess:
+        """The child process: forked by the fork server when there is one, else a fresh
+        interpreter."""
+        env = child_env(self.workdir, self.cfg)
+        if self.cfg.fork and forkserver.usable(self.cfg.device):
+            server = forkserver.server_for(self.cfg.device, server_env(self.cfg))
+            if server is not None:
+                try:
+                    forked = server.spawn(
+                        "job.json", str(self.workdir), env, [msg_fd, out_fd, err_fd]
+                    )
+                    self.forked = True
+                    return forked
+                except RuntimeError:
+                    pass  # a fresh interpreter instead
+        return subprocess.Popen(
+            [sys.executable, "-X", "faulthandler", "-m", "kbx.evaluate.child", "job.json"],
+            cwd=self.workdir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out_fd,
+            stderr=err_fd,
+            pass_fds=(msg_fd,),
+            start_new_session=True,
+            preexec_fn=limit_resources,
+        )
 
     def follow(self, fd: int) -> ChildRun:
         limits = self.cfg.limits
