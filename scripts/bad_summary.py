@@ -6,6 +6,17 @@ for runs over tests/bad or tests/gpu_bad (candidates known bad on the GPU only).
 
 import json
 import sys
+from pathlib import Path
+
+
+def origin(source: str) -> str:
+    """The corpus file a run's source came from (the GPU scripts evaluate tests/bad and
+    tests/gpu_bad copied into one folder and name both tests/bad/...)."""
+    rel = source.split("bad/", 1)[1]
+    for corpus in ("tests/bad", "tests/gpu_bad"):
+        if Path(corpus, rel).exists():
+            return f"{corpus}/{rel}"
+    return source
 
 
 def main(results: str, out: str) -> int:
@@ -16,7 +27,9 @@ def main(results: str, out: str) -> int:
         want = r["source"].split("bad/", 1)[1].split("/")[0]  # tests/bad/<v>/, tests/gpu_bad/<v>/
         ok = r["verdict"] == want
         detail = r["detail"][:300]
-        rows.append({"folder": want, "source": r["source"], "verdict": r["verdict"], "ok": ok})
+        rows.append(
+            {"folder": want, "source": origin(r["source"]), "verdict": r["verdict"], "ok": ok}
+        )
         rows[-1]["detail"] = detail
     with open(out, "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in rows)
