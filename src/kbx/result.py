@@ -25,6 +25,7 @@ class CaseTiming:
     achieved_tflops: float | None = None
     profiler_ms: float | None = None  # kernel time per call from the torch profiler, if asked
     phases_ms: dict[str, float] | None = None  # the child's wall time per part of the timing
+    fresh_ms: float | None = None  # fastest call on never-seen contents (the reuse probe)
 
     @property
     def speedup(self) -> float:

@@ -26,7 +26,7 @@ class Verdict(StrEnum):
     WRONG_DTYPE = "wrong_dtype"
     MISMATCH = "mismatch"  # values, a failed property check, or a non-deterministic random op
     # found by the trusted timing
-    TOO_FAST = "too_fast"  # timed below the GPU's physical floor for the case: impossible
+    TOO_FAST = "too_fast"  # below the GPU's physical floor, or reusing results of seen inputs
     # kbx's own fault, counted apart and never blamed on the candidate
     HARNESS_ERROR = "harness_error"
 

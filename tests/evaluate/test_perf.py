@@ -71,7 +71,10 @@ def test_a_malformed_timing_report_is_forbidden_not_a_harness_error(monkeypatch)
 
     task = find("Math/rsqrt")
     monkeypatch.setattr(perf, "baseline_ms", lambda *a, **k: {(i, "eager"): 1.0 for i in range(9)})
-    good = [{"median_ms": 0.5, "reps": 10, "phases_ms": {"timing": 3.0}} for _ in task.bench]
+    good = [
+        {"median_ms": 0.5, "reps": 10, "phases_ms": {"timing": 3.0}, "fresh_ms": 0.5}
+        for _ in task.bench
+    ]
     cases, speedup, _ = perf.speedups(task, good, None, with_compile=False)
     assert speedup == pytest.approx(2.0) and cases[0].phases_ms == {"timing": 3.0}
     bad = [dict(t) for t in good]
@@ -79,3 +82,32 @@ def test_a_malformed_timing_report_is_forbidden_not_a_harness_error(monkeypatch)
     with pytest.raises(Reject) as err:
         perf.speedups(task, bad, None, with_compile=False)
     assert err.value.verdict == Verdict.FORBIDDEN
+
+    unprobed = [dict(t) for t in good]
+    del unprobed[1]["fresh_ms"]
+    with pytest.raises(Reject) as err:
+        perf.speedups(task, unprobed, None, with_compile=False)
+    assert err.value.verdict == Verdict.FORBIDDEN
+
+
+def test_timed_calls_far_faster_than_calls_on_new_contents_are_too_fast(monkeypatch):
+    """The reuse probe: an honest kernel takes about as long on new contents as on contents it
+    has seen; a result cache keyed on contents does not.  Tiny calls are left to clock noise."""
+    import pytest
+
+    from kbx.evaluate import perf
+    from kbx.suite import find
+    from kbx.verdict import Reject, Verdict
+
+    task = find("MatrixMultiply/matmul")
+    monkeypatch.setattr(perf, "baseline_ms", lambda *a, **k: {(i, "eager"): 3.0 for i in range(9)})
+
+    def timings(median: float, fresh: float) -> list[dict]:
+        return [{"median_ms": median, "reps": 10, "fresh_ms": fresh} for _ in task.bench]
+
+    cases, _, _ = perf.speedups(task, timings(1.0, 1.08), None, with_compile=False)
+    assert cases[0].fresh_ms == 1.08
+    perf.speedups(task, timings(0.004, 0.012), None, with_compile=False)  # noise-sized calls
+    with pytest.raises(Reject) as err:
+        perf.speedups(task, timings(0.24, 2.9), None, with_compile=False)
+    assert err.value.verdict == Verdict.TOO_FAST and "reused" in err.value.detail

@@ -69,7 +69,14 @@ def stand_in_clock(monkeypatch, passes):
             calls[i % len(calls)]()
         return timing.Timing(1.0, 0.9, 1.1, 0.9, passes)
 
+    def cpu_time_fixed(call, prepare, reps):
+        for i in range(reps):
+            prepare(i)
+            call()
+        return 1.0
+
     monkeypatch.setattr(timing, "time_calls", cpu_time_calls)
+    monkeypatch.setattr(timing, "time_fixed", cpu_time_fixed)
     monkeypatch.setattr(
         benchtime,
         "input_sets",
@@ -139,3 +146,59 @@ def test_time_bench_outputs_are_judged_against_the_contents_they_saw(monkeypatch
     with pytest.raises(Reject) as caught:
         reference.judge(task, {"timed": timed, "timed_variant": variants}, "cpu")
     assert caught.value.verdict == Verdict.MISMATCH
+
+
+def test_the_probe_times_contents_never_seen_so_a_content_cache_shows(monkeypatch):
+    """time_case's probe on the CPU, with a clock that charges 1 ms for a call that computed and
+    0.05 ms for one that did not: a cache keyed on contents is fast in the timed calls, which
+    repeat contents, and slow on the probe's; an honest entry is the same on both, and the
+    probe leaves the buffers of the final (re-checked) call alone."""
+    import torch
+
+    from kbx.evaluate import benchtime, runner, timing
+    from kbx.suite import find
+    from kbx.task import Inputs
+
+    computed = {"n": 0}
+
+    def clock(call):
+        before = computed["n"]
+        call()
+        return 1.0 if computed["n"] > before else 0.05
+
+    monkeypatch.setattr(timing, "cuda_clock", lambda: clock)
+    monkeypatch.setattr(
+        timing, "warm_up", lambda calls, prepare=None, **k: timing.Warm(len(calls), False)
+    )
+    monkeypatch.setattr(
+        benchtime,
+        "input_sets",
+        lambda inputs: [
+            (runner.clone(inputs.args), runner.clone(dict(inputs.kwargs))) for _ in range(2)
+        ],
+    )
+    task = find("Math/rsqrt")
+    case = task.cases[0]
+    a = Inputs((torch.rand(64) + 0.5, None))
+    b = Inputs((torch.rand(64) + 2.0, None))
+
+    def honest(x, out=None):
+        computed["n"] += 1
+        return torch.rsqrt(x)
+
+    t, out, variant = benchtime.time_case(task, case, a, honest, b, probe=True)
+    assert t.median_ms == 1.0 and benchtime.PROBE["fresh_ms"] == 1.0
+    assert torch.equal(out[0], torch.rsqrt((a, b)[variant].args[0]))
+
+    cache: dict[float, torch.Tensor] = {}
+
+    def by_contents(x, out=None):
+        key = float(x.sum())
+        if key not in cache:
+            computed["n"] += 1
+            cache[key] = torch.rsqrt(x)
+        return cache[key]
+
+    t, out, variant = benchtime.time_case(task, case, a, by_contents, b, probe=True)
+    assert t.median_ms == 0.05 and benchtime.PROBE["fresh_ms"] == 1.0
+    assert torch.equal(out[0], torch.rsqrt((a, b)[variant].args[0]))  # correct, only cached

@@ -1,5 +1,5 @@
-"""Child-side timing of benchmark cases: rotating input sets, alternating contents, the profiler
-cross-check.  The parent times its baselines with ``time_case`` too, so both sides measure alike."""
+"""Child-side timing of benchmark cases: rotating input sets, alternating contents, the probe on
+new contents, the profiler cross-check.  The parent times its baselines with ``time_case`` too, so both sides measure alike."""
 
 from __future__ import annotations
 
@@ -47,13 +47,16 @@ def time_bench(
         for i, (case, inputs) in enumerate(plan.bench):
             channel.send("timing", index=i)
             try:
-                t, out, variant = time_case(task, case, inputs, entry, plan.bench_refills[i])
+                t, out, variant = time_case(
+                    task, case, inputs, entry, plan.bench_refills[i], probe=True
+                )
             except BaseException as exc:  # noqa: BLE001
                 raise CandidateFailure(classify(exc), explain(exc, Path(CANDIDATE_PATH))) from None
             outs.append(out)
             variants.append(variant)
             extra: dict[str, Any] = {"profiler_ms": PROFILE["ms"]} if PROFILE["on"] else {}
             extra["phases_ms"] = dict(PHASES)
+            extra["fresh_ms"] = PROBE["fresh_ms"]
             timings.append(
                 {
                     "median_ms": t.median_ms,
@@ -70,6 +73,11 @@ def time_bench(
 
 
 PROFILE: dict[str, Any] = {"on": False, "ms": None}  # set by the child for --profile runs
+# The fastest of FRESH_CALLS calls on contents never seen before, from the last time_case with
+# ``probe``: the parent compares it with the median over contents the candidate had seen.
+PROBE: dict[str, float | None] = {"fresh_ms": None}
+FRESH_CALLS = 2
+FRESH_STEP = 2.0**-10  # call k's floating-point inputs are the case's scaled by 1 - k * FRESH_STEP
 # Wall time of the last time_case's parts (copies of the inputs, warm-up and repetitions,
 # profiler pass, final call), reported with each timing to show where a GPU turn goes.
 PHASES: dict[str, float] = {}
@@ -93,8 +101,21 @@ def profiler_ms(calls: list[Callable[[], None]], prepare: Callable[[int], None])
     return total_us / 1000 / len(calls)
 
 
+def scale_floats(tensors: list[Any], factor: float) -> None:
+    """Multiply every floating-point (or complex) tensor in place: new contents with the same
+    signs, zeros, order and specials, so the work an honest kernel does is unchanged."""
+    for t in tensors:
+        if t.is_floating_point() or t.is_complex():
+            t.mul_(factor)
+
+
 def time_case(
-    task: Task, case: Case, inputs: Inputs, entry: Callable[..., Any], alt: Inputs | None = None
+    task: Task,
+    case: Case,
+    inputs: Inputs,
+    entry: Callable[..., Any],
+    alt: Inputs | None = None,
+    probe: bool = False,
 ) -> tuple[Any, Any, int]:
     """Timing of one benchmark case over rotating input sets, then the output of one more call
     made like the timed ones, and which contents that call saw (0: the case's inputs, 1:
@@ -102,8 +123,12 @@ def time_case(
 
     With ``alt``, the contents at each address alternate between rotations (copied in untimed),
     and the final call gets the contents its buffers did *not* hold at their first call, so a
-    result cached by address is always stale there; the parent re-checks that output."""
-    from kbx.evaluate.timing import time_calls
+    result cached by address is always stale there; the parent re-checks that output.
+
+    With ``probe``, FRESH_CALLS more calls on one more buffer set get contents never seen before
+    (the case's, scaled) and ``PROBE["fresh_ms"]`` is the fastest: a result cached by contents
+    is reused in the timed calls, which repeat contents, but not there (see perf.reused)."""
+    from kbx.evaluate import timing as clock
 
     began = time.monotonic()
     sets = input_sets(inputs)
@@ -134,11 +159,26 @@ def time_case(
 
     calls = [make(j) for j in range(len(sets))]
     marks = {"sets": time.monotonic()}
-    timing = time_calls(calls, prepare)
+    timing = clock.time_calls(calls, prepare)
     marks["timing"] = time.monotonic()
     if PROFILE["on"]:
         PROFILE["ms"] = profiler_ms(calls, prepare)
     marks["profile"] = time.monotonic()
+    PROBE["fresh_ms"] = None
+    if probe:
+        spare = (clone(inputs.args), clone(dict(inputs.kwargs)))
+        spare_leaves = leaves(spare[0]) + leaves(list(spare[1].values()))
+
+        def fresh(k: int) -> None:
+            restore((spare[0], list(spare[1].values())), (inputs.args, list(inputs.kwargs.values())))
+            scale_floats(spare_leaves, 1.0 - (k + 1) * FRESH_STEP)
+            torch.manual_seed(seeds[0])
+
+        def spare_call() -> None:
+            entry(*spare[0], **spare[1])
+
+        PROBE["fresh_ms"] = clock.time_fixed(spare_call, fresh, FRESH_CALLS)
+    marks["probe"] = time.monotonic()
     final = (first.get(0, 0) + 1) % len(contents)
     load(0, final)
     calls[0]()

@@ -33,6 +33,8 @@ _memory: dict[str, float | None] = {}
 _lock = threading.Lock()
 _task_locks: dict[str, threading.Lock] = {}
 FLOOR_SLACK = 1.25  # a case faster than floor / FLOOR_SLACK is too_fast (see roofline)
+REUSE_RATIO = 0.5  # timed median under this fraction of the time on new contents: too_fast
+REUSE_MIN_MS = 0.015  # ... when calls on new contents take this long (shorter: clock noise)
 BASELINE_TIMEOUT_S = 900.0  # a task's baselines, torch.compile of every case included
 
 
@@ -166,6 +168,18 @@ def roofline(task: Task, index: int, kernel_ms: float, limits: Peaks) -> dict[st
     }
 
 
+def reused(task: Task, index: int, kernel_ms: float, fresh_ms: float) -> None:
+    """``too_fast`` when the timed calls, which repeat contents the candidate has seen, ran far
+    faster than calls on contents it had never seen (``benchtime.time_case``'s probe): an
+    honest kernel does the same work on both, a result cache keyed on contents does not."""
+    if fresh_ms >= REUSE_MIN_MS and kernel_ms < REUSE_RATIO * fresh_ms:
+        raise Reject(
+            Verdict.TOO_FAST,
+            f"bench {index} ({task.bench[index].label()}): {kernel_ms:.4g} ms on inputs it had "
+            f"seen before, {fresh_ms:.4g} ms on new ones: results reused, not computed",
+        )
+
+
 def speedups(
     task: Task,
     timings: list[dict[str, Any]],
@@ -182,9 +196,13 @@ def speedups(
     base = baseline_ms(task, KINDS if with_compile else ("eager",), lock_path, cache, gpu)
     cases = []
     for i, (case, t) in enumerate(zip(task.bench, timings, strict=True)):
-        if not isinstance(t, dict) or not all(
-            t.get(k) is None or isinstance(t[k], int | float)
-            for k in ("median_ms", "reps", "profiler_ms")
+        if (
+            not isinstance(t, dict)
+            or not all(
+                t.get(k) is None or isinstance(t[k], int | float)
+                for k in ("median_ms", "reps", "profiler_ms")
+            )
+            or not isinstance(t.get("fresh_ms"), int | float)
         ):  # only candidate code in the child could have written this
             raise Reject(Verdict.FORBIDDEN, f"bench {i}: malformed timing report {str(t)[:80]}")
         kernel_ms = float(t.get("median_ms", 0.0))
@@ -192,7 +210,9 @@ def speedups(
             raise Reject(Verdict.CRASHED, f"bench {i}: no valid timing")
         eager, compiled = base[(i, "eager")], base.get((i, "compile"))
         assert eager is not None
+        reused(task, i, kernel_ms, float(t["fresh_ms"]))
         extra: dict[str, Any] = roofline(task, i, kernel_ms, limits) if limits else {}
+        extra["fresh_ms"] = float(t["fresh_ms"])
         if t.get("profiler_ms") is not None:
             extra["profiler_ms"] = float(t["profiler_ms"])
         phases = t.get("phases_ms")  # the child's claim, kept for diagnosis only

@@ -194,5 +194,15 @@ def time_calls(
     return measure(calls[: warm.sets], cuda_clock(), prepare, budget_ms, min_reps=min_reps)
 
 
+def time_fixed(call: Callable[[], Any], prepare: Prepare, reps: int) -> float:
+    """Fastest of ``reps`` timed calls of a warm ``call``, each prepared (untimed) first."""
+    clock = cuda_clock()
+    best = math.inf
+    for i in range(reps):
+        prepare(i)
+        best = min(best, clock(call))
+    return best
+
+
 def time_call(fn: Callable[[], Any], budget_ms: float = CASE_BUDGET_MS) -> Timing:
     return time_calls([fn], budget_ms=budget_ms)
