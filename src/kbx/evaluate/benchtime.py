@@ -1,5 +1,6 @@
 """Child-side timing of benchmark cases: rotating input sets, alternating contents, the probe on
-new contents, the profiler cross-check.  The parent times its baselines with ``time_case`` too, so both sides measure alike."""
+new contents, the profiler cross-check.  The parent times its baselines with ``time_case`` too,
+so both sides measure alike."""
 
 from __future__ import annotations
 
@@ -109,6 +110,25 @@ def scale_floats(tensors: list[Any], factor: float) -> None:
             t.mul_(factor)
 
 
+def fresh_ms(inputs: Inputs, entry: Callable[..., Any], seed: int) -> float:
+    """Fastest of FRESH_CALLS timed calls on a spare buffer set whose contents nobody has seen:
+    the case's inputs with every floating-point tensor scaled by 1 - k * FRESH_STEP."""
+    from kbx.evaluate import timing as clock
+
+    args, kwargs = clone(inputs.args), clone(dict(inputs.kwargs))
+    spare, source = (args, list(kwargs.values())), (inputs.args, list(inputs.kwargs.values()))
+
+    def fresh(k: int) -> None:
+        restore(spare, source)
+        scale_floats(leaves(spare), 1.0 - (k + 1) * FRESH_STEP)
+        torch.manual_seed(seed)
+
+    def call() -> None:
+        entry(*args, **kwargs)
+
+    return clock.time_fixed(call, fresh, FRESH_CALLS)
+
+
 def time_case(
     task: Task,
     case: Case,
@@ -166,18 +186,7 @@ def time_case(
     marks["profile"] = time.monotonic()
     PROBE["fresh_ms"] = None
     if probe:
-        spare = (clone(inputs.args), clone(dict(inputs.kwargs)))
-        spare_leaves = leaves(spare[0]) + leaves(list(spare[1].values()))
-
-        def fresh(k: int) -> None:
-            restore((spare[0], list(spare[1].values())), (inputs.args, list(inputs.kwargs.values())))
-            scale_floats(spare_leaves, 1.0 - (k + 1) * FRESH_STEP)
-            torch.manual_seed(seeds[0])
-
-        def spare_call() -> None:
-            entry(*spare[0], **spare[1])
-
-        PROBE["fresh_ms"] = clock.time_fixed(spare_call, fresh, FRESH_CALLS)
+        PROBE["fresh_ms"] = fresh_ms(inputs, entry, seeds[0])
     marks["probe"] = time.monotonic()
     final = (first.get(0, 0) + 1) % len(contents)
     load(0, final)
