@@ -5,7 +5,8 @@ A benchmark, not a test: it prints figures and writes them to a JSON file.
         --out docs/validation/throughput-h200.json
 Cold run: an empty baseline cache (every eager and torch.compile baseline measured).  Warm runs
 1 and 2: the same cache.  Every run compiles the candidates' kernels afresh (its own Triton
-cache), as a run over new candidates must.  Repeatability: median over tasks of
+cache), as a run over new candidates must, unless --triton-cache gives the runs one shared
+kernel and autotuning cache (a re-evaluation of the same kernels; the figures say which).  Repeatability: median over tasks of
 |log(speedup warm 1 / speedup warm 2)|.  With --profile, warm run 2 also times every case with the
 torch profiler (after its event timing, which it does not disturb) and reports the fraction of
 cases over 50 us whose event timing is within 10% of the profiler's kernel time.
@@ -38,6 +39,7 @@ def one_run(out: Path, cache: Path, args: argparse.Namespace, profile: bool = Fa
         baseline_cache=cache / "baselines.sqlite",
         profile=profile,
         compile_baseline=not args.no_compile_baseline,
+        triton_cache=args.triton_cache,
     )
     gpus = [int(g) for g in args.gpus.split(",")]
     started = time.monotonic()
@@ -109,6 +111,13 @@ def main() -> int:
         action="store_true",
         help="eager baselines only (figures then do not meet the cold-run definition)",
     )
+    p.add_argument(
+        "--triton-cache",
+        type=Path,
+        default=None,
+        help="Triton kernel/autotuning cache shared by the runs (default: each run compiles "
+        "afresh); the figures record which",
+    )
     p.add_argument("--cache", type=Path, default=None, help="baseline cache folder (kept)")
     p.add_argument("--keep", type=Path, default=None, help="folder for each run's results.jsonl")
     args = p.parse_args()
@@ -149,6 +158,7 @@ def main() -> int:
         triton=fp["triton"],
         date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         jobs_per_gpu=args.jobs,
+        shared_triton_cache=args.triton_cache is not None,
         git=subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
         ).stdout.strip()
@@ -159,6 +169,7 @@ def main() -> int:
         f"--phase {args.phase}"
         + (" --profile" if args.profile else "")
         + (" --no-compile-baseline" if args.no_compile_baseline else "")
+        + (f" --triton-cache {args.triton_cache}" if args.triton_cache else "")
     )
     write(args, figures)
     print(json.dumps({k: v for k, v in figures.items() if not k.startswith("stages")}, indent=1))

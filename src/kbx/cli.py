@@ -116,6 +116,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         compile_baseline=not args.no_compile_baseline,
         profile=args.profile,
         fork=not args.no_fork_server,
+        triton_cache=Path(args.triton_cache).resolve() if args.triton_cache else None,
     )
     with progress_bar() as bar:
         progress = bar.add_task("evaluating", total=None, last="")
@@ -298,6 +299,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-compile-baseline",
         action="store_true",
         help="time only PyTorch eager, not torch.compile of the reference",
+    )
+    e.add_argument(
+        "--triton-cache",
+        metavar="DIR",
+        help="Triton kernel and autotuning cache to share across runs, so that re-evaluating the "
+        "same kernels skips compiling and autotuning them (default: a fresh one in the run "
+        "folder); share it only between runs whose candidates you trust alike",
     )
     e.add_argument("--timeout-s", type=float, help="limit for import, each case and each timing")
     e.add_argument(

@@ -31,3 +31,17 @@ def test_waiting_for_the_gpu_lock_does_not_time_the_candidate_out(tmp_path):
     holder.join()
     assert run.stage_s.get("lock", 0.0) > 5.0
     assert set(run.outputs) >= {"cases", "refill"}
+
+
+def test_the_triton_cache_is_the_run_folders_unless_shared_and_keeps_autotuning(tmp_path):
+    """Children compile into the run's own Triton cache by default; --triton-cache shares one
+    across runs; either way autotuning results are cached with the kernels."""
+    from kbx.evaluate.pipeline import EvalConfig
+    from kbx.evaluate.sandbox import child_env
+
+    own = EvalConfig(device="cpu", run_dir=tmp_path / "run").sandbox()
+    env = child_env(tmp_path / "work", own)
+    assert env["TRITON_CACHE_DIR"] == str(tmp_path / "run" / "triton-cache")
+    assert env["TRITON_CACHE_AUTOTUNING"] == "1"
+    shared = EvalConfig(device="cpu", run_dir=tmp_path / "run", triton_cache=tmp_path / "t")
+    assert child_env(tmp_path / "work", shared.sandbox())["TRITON_CACHE_DIR"] == str(tmp_path / "t")

@@ -202,3 +202,31 @@ def test_the_probe_times_contents_never_seen_so_a_content_cache_shows(monkeypatc
     t, out, variant = benchtime.time_case(task, case, a, by_contents, b, probe=True)
     assert t.median_ms == 0.05 and benchtime.PROBE["fresh_ms"] == 1.0
     assert torch.equal(out[0], torch.rsqrt((a, b)[variant].args[0]))  # correct, only cached
+
+
+def test_keyword_tensors_get_their_own_copies_so_the_probe_leaves_the_case_alone(monkeypatch):
+    """A tensor passed by keyword (a loss's class weights) is copied per input set like the
+    positional ones: the probe's scaled contents never reach the case, and the final call's
+    output matches the contents it was given (on the H200 a shared keyword tensor made two
+    reference solutions fail their re-check)."""
+    import torch
+
+    from kbx.evaluate import benchtime, runner
+    from kbx.suite import find
+    from kbx.task import Inputs
+
+    w = torch.rand(16) + 0.5
+    copied = runner.clone({"weight": w, "n": 3})
+    assert copied["weight"] is not w and torch.equal(copied["weight"], w) and copied["n"] == 3
+
+    stand_in_clock(monkeypatch, passes=6)
+    task = find("Math/rsqrt")
+    a = Inputs((torch.rand(16) + 0.5, None), {"weight": torch.rand(16) + 0.5})
+    b = Inputs((torch.rand(16) + 2.0, None), {"weight": torch.rand(16) + 2.0})
+    kept = runner.clone(a.kwargs["weight"])
+    _, out, variant = benchtime.time_case(
+        task, task.cases[0], a, lambda x, out, weight: x * weight, b, probe=True
+    )
+    seen = (a, b)[variant]  # rsqrt's `out` argument makes the output (result, (out,))
+    assert torch.equal(out[0], seen.args[0] * seen.kwargs["weight"])
+    assert torch.equal(a.kwargs["weight"], kept)

@@ -35,6 +35,7 @@ class EvalConfig:
     gpu: int | None = None  # which visible GPU runs this job (set by the scheduler)
     profile: bool = False  # cross-check candidate timings with the torch profiler
     fork: bool = True  # children forked from the fork server (else a fresh Python each)
+    triton_cache: Path | None = None  # shared across runs (default: run_dir / "triton-cache")
 
     @property
     def timed(self) -> bool:
@@ -47,7 +48,8 @@ class EvalConfig:
             limits=self.limits,
             threads=self.threads,
             require_triton=self.require_triton,
-            cache_dir=self.run_dir / "triton-cache" if self.run_dir else None,
+            cache_dir=self.triton_cache
+            or (self.run_dir / "triton-cache" if self.run_dir else None),
             lock_path=self.run_dir / f"gpu{self.gpu or 0}.lock"
             if self.run_dir and self.device == "cuda"
             else None,

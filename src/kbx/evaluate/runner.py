@@ -109,10 +109,14 @@ def import_entry(task: Task, path: Path) -> Callable[..., Any]:
 
 
 def clone(x: Any) -> Any:
+    """Fresh copies of every tensor in nested tuples, lists and dicts (keyword arguments: a
+    shallow dict copy would share their tensors between copies and with the case itself)."""
     if isinstance(x, torch.Tensor):
         return x.clone()
     if isinstance(x, tuple | list):
         return type(x)(clone(v) for v in x)
+    if isinstance(x, dict):
+        return {k: clone(v) for k, v in x.items()}
     return x
 
 

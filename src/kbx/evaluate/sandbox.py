@@ -110,6 +110,9 @@ def child_env(workdir: Path, cfg: SandboxConfig) -> dict[str, str]:
         OMP_NUM_THREADS=str(cfg.threads),
         MKL_NUM_THREADS=str(cfg.threads),
         TRITON_CACHE_DIR=str(cfg.cache_dir or workdir / "triton-cache"),
+        # autotuning results go to that cache too: a kernel seen before (another candidate's,
+        # or the same one in an earlier run sharing the cache) is not benchmarked again
+        TRITON_CACHE_AUTOTUNING="1",
     )
     if cfg.gpu is not None:  # the child sees only its GPU, as cuda:0
         env["CUDA_VISIBLE_DEVICES"] = visible_gpu(cfg.gpu)
