@@ -25,8 +25,8 @@ test: install
 	$(BIN)/python -m pytest -q
 
 check: install
-	$(BIN)/ruff check src tests solutions scripts
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests solutions scripts benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
 
 gpu-test: install

@@ -6,10 +6,11 @@ A benchmark, not a test: it prints figures and writes them to a JSON file.
 Cold run: an empty baseline cache (every eager and torch.compile baseline measured).  Warm runs
 1 and 2: the same cache.  Every run compiles the candidates' kernels afresh (its own Triton
 cache), as a run over new candidates must, unless --triton-cache gives the runs one shared
-kernel and autotuning cache (a re-evaluation of the same kernels; the figures say which).  Repeatability: median over tasks of
-|log(speedup warm 1 / speedup warm 2)|.  With --profile, warm run 2 also times every case with the
-torch profiler (after its event timing, which it does not disturb) and reports the fraction of
-cases over 50 us whose event timing is within 10% of the profiler's kernel time.
+kernel and autotuning cache (a re-evaluation of the same kernels; the figures say which).
+Repeatability: median over tasks of |log(speedup warm 1 / speedup warm 2)|.  With --profile,
+warm run 2 also times every case with the torch profiler (after its event timing, which it
+does not disturb) and reports the fraction of cases over 50 us whose event timing is within 10%
+of the profiler's kernel time.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -66,6 +68,10 @@ def one_run(out: Path, cache: Path, args: argparse.Namespace, profile: bool = Fa
         for k, v in (r.get("stage_s") or {}).items():
             stages[k] += v
     print(f"{out.name}: {wall:.1f} s wall, {summary['counts']}", flush=True)
+    if args.keep:  # what held the GPU lock (scripts/lock_report.py)
+        for log in out.glob("gpu*.lock.log"):
+            args.keep.mkdir(parents=True, exist_ok=True)
+            shutil.copy(log, args.keep / f"{out.name}-{log.name}")
     return {"wall_s": wall, "records": records, "stage_s": dict(stages)}
 
 

@@ -2,7 +2,8 @@
 # The whole suite's reference solutions on a CUDA machine, resumable across device calls.
 # Runs `kbx eval solutions/reference --device cuda` into runs/ref (kept if carried back in), stops
 # itself after LIMIT seconds (default 520) so that its store can be checkpointed and copied out:
-# $OUT gets env.txt, log.txt, results.jsonl, kbx.sqlite, baselines.sqlite and the peaks file.
+# $OUT gets env.txt, log.txt, results.jsonl, kbx.sqlite, baselines.sqlite, the peaks file and the
+# GPU lock's hold log (scripts/lock_report.py).
 # To resume: copy those files back into runs/ref and run again with runs/ref carried.
 # EVAL_FLAGS (default: --no-compile-baseline) go to kbx eval; TASKS (globs) limits the tasks.
 set -uo pipefail
@@ -33,4 +34,4 @@ store = Store(Path("runs/ref/kbx.sqlite"))  # results.jsonl even when the run wa
 print("records so far:", export(store, Path("runs/ref"), 184)["counts"])
 store.close()
 PY
-cp runs/ref/kbx.sqlite runs/ref/baselines.sqlite runs/ref/peaks-*.json runs/ref/results.jsonl "$OUT/" 2>/dev/null
+cp runs/ref/kbx.sqlite runs/ref/baselines.sqlite runs/ref/peaks-*.json runs/ref/results.jsonl runs/ref/gpu*.lock.log "$OUT/" 2>/dev/null

@@ -63,3 +63,22 @@ def test_shared_holders_overlap_and_nesting_takes_nothing(tmp_path):
     assert not holding()
     with shared(lock), pytest.raises(RuntimeError), exclusive(lock):
         pass
+
+
+def test_long_holds_are_logged_with_what_they_were_for(tmp_path):
+    """Every exclusive hold and every shared hold of LOG_MIN_S or more goes to <lock>.log, so a
+    GPU run can show what the others queued behind."""
+    import json
+
+    from kbx.evaluate import gpulock
+
+    lock = str(tmp_path / "gpu0.lock")
+    with exclusive(lock, "timing"):
+        pass
+    with shared(lock, "launch"):
+        pass
+    with shared(lock, "outputs out"):
+        time.sleep(gpulock.LOG_MIN_S + 0.02)
+    lines = [json.loads(x) for x in (tmp_path / "gpu0.lock.log").read_text().splitlines()]
+    assert [(x["mode"], x["what"]) for x in lines] == [("ex", "timing"), ("sh", "outputs out")]
+    assert lines[1]["held_s"] >= gpulock.LOG_MIN_S and lines[0]["waited_s"] >= 0

@@ -47,7 +47,7 @@ def measure(task: Task, index: int, kind: str, lock: str | None) -> float | None
                 fn(*clone(inputs.args), **clone(dict(inputs.kwargs)))
                 torch.cuda.synchronize()
             queued = time.monotonic()
-            with exclusive(lock):
+            with exclusive(lock, f"{kind} {task.id}"):
                 WAITED.seconds = getattr(WAITED, "seconds", 0.0) + time.monotonic() - queued
                 timing, _, _ = time_case(task, case, inputs, fn)
     except Exception:

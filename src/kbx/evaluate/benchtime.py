@@ -44,7 +44,9 @@ def time_bench(
     the parent checks like any other output (a candidate that only computes when watched, or
     that replays stale results, fails there)."""
     timings, outs, variants = [], [], []
-    with exclusive(lock):  # one turn for all the cases: the GPU is this candidate's meanwhile
+    with exclusive(
+        lock, "timing"
+    ):  # one turn for all the cases: the GPU is this candidate's meanwhile
         for i, (case, inputs) in enumerate(plan.bench):
             channel.send("timing", index=i)
             try:
@@ -68,7 +70,9 @@ def time_bench(
                     **extra,
                 }
             )
-    with shared(lock):  # copied out after the timing: the copies need not hold up others
+    with shared(
+        lock, "timed outputs out"
+    ):  # copied out after the timing: the copies need not hold up others
         timed_outputs = [[to_cpu(out)] for out in outs]
     return timings, timed_outputs, variants
 

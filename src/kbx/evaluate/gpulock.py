@@ -10,7 +10,10 @@ call, or inside a timing, takes nothing more), which also rules out self-deadloc
 from __future__ import annotations
 
 import fcntl
+import json
+import os
 import threading
+import time
 from collections.abc import Callable
 from typing import TextIO
 
@@ -36,6 +39,24 @@ def flock(f: TextIO, mode: int) -> None:
             hook(False)
 
 
+LOG_MIN_S = 0.05  # shared holds at least this long are logged (every exclusive one is)
+
+
+def log_hold(path: str, mode: str, what: str, waited_s: float, held_s: float) -> None:
+    """One line per long hold in ``<lock>.log`` (pid, mode, what, wait and hold in seconds), to
+    see what the others queued behind (``scripts/lock_report.py``).  Diagnostics only: a child
+    can write anything there."""
+    if mode == "sh" and held_s < LOG_MIN_S:
+        return
+    line = {"t": round(time.time(), 3), "pid": os.getpid(), "mode": mode, "what": what}
+    line.update(waited_s=round(waited_s, 4), held_s=round(held_s, 4))
+    try:
+        with open(path + ".log", "a") as f:  # one short append: lines do not interleave
+            f.write(json.dumps(line) + "\n")
+    except OSError:
+        pass
+
+
 def _depth() -> int:
     return getattr(_held, "depth", 0)
 
@@ -48,15 +69,19 @@ def holding() -> bool:
 class exclusive:
     """Held while timing: waits for current shared holders, keeps new ones out."""
 
-    def __init__(self, path: str | None) -> None:
+    def __init__(self, path: str | None, what: str = "") -> None:
         self.path = path
+        self.what = what  # for the hold log: what the holder was doing
         self.files: list[TextIO] = []
+        self.since = (0.0, 0.0)  # when the wait began and when the lock was got
 
     mode = "ex"
 
     def __enter__(self) -> None:
         if self.path and _depth() == 0:
+            asked = time.monotonic()
             self.take()
+            self.since = (asked, time.monotonic())
             _held.mode = self.mode
         elif self.path and self.mode == "ex" and getattr(_held, "mode", "ex") == "sh":
             raise RuntimeError("the GPU lock cannot be upgraded from shared to exclusive")
@@ -75,6 +100,9 @@ class exclusive:
         for f in self.files:  # the main lock first, then the gate
             fcntl.flock(f, fcntl.LOCK_UN)
             f.close()
+        if self.files and self.path:
+            asked, got = self.since
+            log_hold(self.path, self.mode, self.what, got - asked, time.monotonic() - got)
         self.files = []
 
 

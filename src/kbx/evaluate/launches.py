@@ -78,9 +78,11 @@ def track_streams() -> None:
     torch.cuda.Stream.__new__ = staticmethod(new)  # type: ignore[method-assign, assignment]
 
 
-def locked(lock: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def locked(
+    lock: str, fn: Callable[..., Any], *args: Any, what: str = "launch", **kwargs: Any
+) -> Any:
     """``fn`` under the shared GPU lock, its GPU work finished before the lock is let go."""
-    with shared(lock):
+    with shared(lock, what):
         out = fn(*args, **kwargs)
         torch.cuda.synchronize()
     return out
@@ -98,6 +100,6 @@ def lock_autotuner(lock: str) -> None:
             return original(self, *args, **kwargs)
         with contextlib.suppress(Exception):  # best effort: the locked run compiles what is left
             self.warmup(*args, **{k: v for k, v in kwargs.items() if k != "warmup"})
-        return locked(lock, original, self, *args, **kwargs)
+        return locked(lock, original, self, *args, what="autotune", **kwargs)
 
     Autotuner.run = run

@@ -141,7 +141,7 @@ def peaks(cache_dir: Path | None, lock_path: str | None) -> Peaks:
     with _lock:
         key = str(cache_dir)
         if key not in _peaks:
-            with exclusive(lock_path):
+            with exclusive(lock_path, "peaks"):
                 _peaks[key] = load_peaks(cache_dir)
         return _peaks[key]
 

@@ -82,7 +82,7 @@ def evaluate(candidate: Candidate, cfg: EvalConfig) -> Result:
         lock = str(sandbox.lock_path) if sandbox.lock_path else None
         with cfg.device_context():
             stage, checked = "check", time.monotonic()
-            with shared(lock):  # reference runs on the GPU must not overlap a timing
+            with shared(lock, "check"):  # reference runs on the GPU must not overlap a timing
                 waited = time.monotonic() - checked
                 reference.judge(task, child.outputs, cfg.device)
             result = Result.of(candidate, cfg.device, Verdict.PASSED, "all cases match", "done")

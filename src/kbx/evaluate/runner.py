@@ -132,7 +132,10 @@ def detached(x: Any) -> Any:
 def to_cpu(x: Any) -> Any:
     """Outputs as plain CPU tensors and scalars: anything else is reported by its type name."""
     if isinstance(x, torch.Tensor):
-        return x.detach().as_subclass(torch.Tensor).cpu().clone()
+        t = x.detach().as_subclass(torch.Tensor)
+        # from the GPU .cpu() is already a new tensor of its own size (a second copy of a large
+        # output cost ~0.1 s under the GPU lock); on the CPU it would be the candidate's own
+        return t.cpu() if t.is_cuda else t.clone()
     if isinstance(x, tuple | list):
         return tuple(to_cpu(v) for v in x)
     if x is None or isinstance(x, bool | int | float | complex | str):
@@ -142,7 +145,7 @@ def to_cpu(x: Any) -> Any:
 
 def copies(inputs: Inputs) -> tuple[Any, dict[str, Any]]:
     """Fresh copies of a case's arguments (a GPU copy: under the shared lock)."""
-    with shared(GPU_LOCK):
+    with shared(GPU_LOCK, "inputs in"):
         return clone(inputs.args), clone(dict(inputs.kwargs))
 
 
@@ -163,7 +166,7 @@ def call_on(
     torch.manual_seed(seed)
     try:
         out = entry(*args, **kwargs)  # its launches take the GPU lock themselves
-        with shared(GPU_LOCK):
+        with shared(GPU_LOCK, "outputs out"):
             if device == "cuda":
                 torch.cuda.synchronize()
             if task.inplace:
@@ -203,7 +206,7 @@ def run_cases(
             refill = plan.refills[i] if kind == "cases" else None
             if refill is not None:  # new contents at the same addresses
                 new = (refill.args, list(refill.kwargs.values()))
-                with shared(GPU_LOCK):
+                with shared(GPU_LOCK, "refill"):
                     restore((args, list(kwargs.values())), new)
                 out = call_on(task, entry, args, kwargs, refill_case(case).torch_seed, plan.device)
                 results["refill"].append([out])
