@@ -230,3 +230,38 @@ def test_keyword_tensors_get_their_own_copies_so_the_probe_leaves_the_case_alone
     seen = (a, b)[variant]  # rsqrt's `out` argument makes the output (result, (out,))
     assert torch.equal(out[0], seen.args[0] * seen.kwargs["weight"])
     assert torch.equal(a.kwargs["weight"], kept)
+
+
+def test_timed_benchmark_cases_are_called_but_their_first_outputs_not_copied_out():
+    """A benchmark case that will be timed is judged on its timed output: run_cases still calls
+    it (a crash at full size is caught there) but keeps no copy of its output, unless the task
+    is random (its seed rules are checked on those calls)."""
+    import dataclasses
+
+    import torch
+
+    from kbx.evaluate import runner
+    from kbx.suite import find
+    from kbx.task import Case
+
+    class Quiet:
+        def send(self, event, **fields):
+            pass
+
+    class Counter:
+        required, launches = False, 0
+
+    task = dataclasses.replace(find("Math/rsqrt"), bench=(Case((1000,), seed=11),))
+    calls = []
+
+    def entry(x, out=None):
+        calls.append(x.numel())
+        return torch.rsqrt(x)
+
+    timed = runner.Plan.build(task, "cpu", bench=True, timed=True)
+    got = runner.run_cases(task, timed, entry, Counter(), Quiet())
+    assert 1000 in calls and got["bench"] == [[None]]
+    assert all(isinstance(outs[0][0], torch.Tensor) for outs in got["cases"])
+    untimed = runner.Plan.build(task, "cpu", bench=True, timed=False)
+    got = runner.run_cases(task, untimed, entry, Counter(), Quiet())
+    assert isinstance(got["bench"][0][0][0], torch.Tensor)
