@@ -147,11 +147,9 @@ def main() -> int:
             again = one_run(base / "warm2", cache, args, profile=args.profile)
             keep(again, args.keep, "warm2")
             figures.update(
-                warm_s=round(warm["wall_s"], 1),
                 warm2_s=round(again["wall_s"], 1),
                 repeatability=repeatability(warm["records"], again["records"]),
                 profiler_agreement=profiler_agreement(again["records"]) if args.profile else None,
-                stages_warm_s=warm["stage_s"],
                 passed_warm=sum(r["verdict"] == "passed" for r in warm["records"]),
                 candidates=len(warm["records"]),
             )

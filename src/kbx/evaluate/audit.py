@@ -34,7 +34,8 @@ def audit_one(path: str, task_id: str, counter: launches.LaunchCounter) -> dict[
         before = counter.launches
         with TorchCalls(lambda: counter.depth > 0) as calls:
             for inputs in every:
-                entry(*runner.clone(inputs.args), **runner.clone(dict(inputs.kwargs)))
+                args, kwargs = runner.fresh_arguments(inputs)
+                entry(*args, **kwargs)
         row["launches"] = counter.launches - before
         row["forbidden"] = calls.forbidden()
     except (Exception, runner.CandidateFailure) as exc:  # noqa: BLE001 - reported, not raised

@@ -21,7 +21,7 @@ import torch
 
 from kbx.evaluate.benchtime import time_case
 from kbx.evaluate.gpulock import exclusive
-from kbx.evaluate.runner import clone, full_fp32
+from kbx.evaluate.runner import fresh_arguments, full_fp32
 from kbx.suite import find
 from kbx.task import Task
 
@@ -44,7 +44,8 @@ def measure(task: Task, index: int, kind: str, lock: str | None) -> float | None
             if kind == "compile":
                 torch._dynamo.reset()
                 fn = torch.compile(task.reference, dynamic=False)
-                fn(*clone(inputs.args), **clone(dict(inputs.kwargs)))
+                args, kwargs = fresh_arguments(inputs)
+                fn(*args, **kwargs)
                 torch.cuda.synchronize()
             queued = time.monotonic()
             with exclusive(lock, f"{kind} {task.id}"):

@@ -18,8 +18,8 @@ from kbx.evaluate.runner import (
     Plan,
     Sender,
     classify,
-    clone,
     explain,
+    fresh_arguments,
     leaves,
     refill_case,
     restore,
@@ -34,7 +34,7 @@ def input_sets(inputs: Inputs) -> list[tuple[Any, dict[str, Any]]]:
     size = sum(t.nbytes for t in leaves(inputs.args) + leaves(list(inputs.kwargs.values())))
     l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
     n = 2 if size * 2 > 8 << 30 else max(2, min(8, -(-2 * l2 // max(size, 1))))
-    return [(clone(inputs.args), clone(dict(inputs.kwargs))) for _ in range(n)]
+    return [fresh_arguments(inputs) for _ in range(n)]
 
 
 def time_bench(
@@ -44,9 +44,8 @@ def time_bench(
     the parent checks like any other output (a candidate that only computes when watched, or
     that replays stale results, fails there)."""
     timings, outs, variants = [], [], []
-    with exclusive(
-        lock, "timing"
-    ):  # one turn for all the cases: the GPU is this candidate's meanwhile
+    # one turn for all the cases: the GPU is this candidate's meanwhile
+    with exclusive(lock, "timing"):
         for i, (case, inputs) in enumerate(plan.bench):
             channel.send("timing", index=i)
             try:
@@ -70,9 +69,8 @@ def time_bench(
                     **extra,
                 }
             )
-    with shared(
-        lock, "timed outputs out"
-    ):  # copied out after the timing: the copies need not hold up others
+    # copied out after the timing: the copies need not hold up others
+    with shared(lock, "timed outputs out"):
         timed_outputs = [[to_cpu(out)] for out in outs]
     return timings, timed_outputs, variants
 
@@ -119,7 +117,7 @@ def fresh_ms(inputs: Inputs, entry: Callable[..., Any], seed: int) -> float:
     the case's inputs with every floating-point tensor scaled by 1 - k * FRESH_STEP."""
     from kbx.evaluate import timing as clock
 
-    args, kwargs = clone(inputs.args), clone(dict(inputs.kwargs))
+    args, kwargs = fresh_arguments(inputs)
     spare, source = (args, list(kwargs.values())), (inputs.args, list(inputs.kwargs.values()))
 
     def fresh(k: int) -> None:

@@ -50,7 +50,7 @@ def install_launch_counter(interpreted: bool, lock: str | None = None) -> Launch
                 if lock is None or warm or holding():
                     return _original(self, *args, **kwargs)
                 _original(self, *args, **{**kwargs, "warmup": True})  # compile, unlocked
-                return locked(lock, _original, self, *args, **kwargs)
+                return locked(lock, "launch", _original, self, *args, **kwargs)
             finally:
                 counter.depth -= 1
 
@@ -78,10 +78,9 @@ def track_streams() -> None:
     torch.cuda.Stream.__new__ = staticmethod(new)  # type: ignore[method-assign, assignment]
 
 
-def locked(
-    lock: str, fn: Callable[..., Any], *args: Any, what: str = "launch", **kwargs: Any
-) -> Any:
-    """``fn`` under the shared GPU lock, its GPU work finished before the lock is let go."""
+def locked(lock: str, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn`` under the shared GPU lock, its GPU work finished before the lock is let go
+    (``what`` names the hold in the lock's log; the kernel's own arguments pass untouched)."""
     with shared(lock, what):
         out = fn(*args, **kwargs)
         torch.cuda.synchronize()
@@ -100,6 +99,6 @@ def lock_autotuner(lock: str) -> None:
             return original(self, *args, **kwargs)
         with contextlib.suppress(Exception):  # best effort: the locked run compiles what is left
             self.warmup(*args, **{k: v for k, v in kwargs.items() if k != "warmup"})
-        return locked(lock, original, self, *args, what="autotune", **kwargs)
+        return locked(lock, "autotune", original, self, *args, **kwargs)
 
     Autotuner.run = run

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from kbx.evaluate.compare import compare
-from kbx.evaluate.runner import clone, detached, full_fp32, refill_case, to_cpu
+from kbx.evaluate.runner import detached, fresh_arguments, full_fp32, refill_case, to_cpu
 from kbx.task import Case, Inputs, Task, Tolerance
 from kbx.verdict import Reject, Verdict
 
@@ -47,7 +47,7 @@ def run_reference(
 ) -> Any:
     """The reference's outputs on the CPU, or (benchmark sizes, compared on the GPU anyway) left
     where they were computed."""
-    args, kwargs = clone(inputs.args), clone(dict(inputs.kwargs))
+    args, kwargs = fresh_arguments(inputs)
     torch.manual_seed(seed)
     with torch.no_grad():
         out = task.reference(*args, **kwargs)

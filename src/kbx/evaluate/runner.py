@@ -144,10 +144,15 @@ def to_cpu(x: Any) -> Any:
     return f"<object of type {type(x).__name__}>"
 
 
+def fresh_arguments(inputs: Inputs) -> tuple[Any, dict[str, Any]]:
+    """Copies of a case's positional and keyword arguments, every tensor its own."""
+    return clone(inputs.args), clone(dict(inputs.kwargs))
+
+
 def copies(inputs: Inputs) -> tuple[Any, dict[str, Any]]:
-    """Fresh copies of a case's arguments (a GPU copy: under the shared lock)."""
+    """``fresh_arguments`` in a candidate's child (a GPU copy: under the shared lock)."""
     with shared(GPU_LOCK, "inputs in"):
-        return clone(inputs.args), clone(dict(inputs.kwargs))
+        return fresh_arguments(inputs)
 
 
 def call(task: Task, entry: Callable[..., Any], inputs: Inputs, seed: int, device: str) -> Any:
@@ -201,7 +206,7 @@ def run_cases(
             seed = case.torch_seed
             args, kwargs = copies(inputs)
             # a timed benchmark case is judged on its timed output instead (unless random):
-            # this first call's output (hundreds of MB) need not be copied out
+            # this first call's output (hundreds of MB) is neither copied out nor judged
             keep = kind == "cases" or task.random or not plan.timed
             outs = [call_on(task, entry, args, kwargs, seed, plan.device, keep)]
             if task.random:  # the same seed again must repeat; another must not
@@ -210,7 +215,7 @@ def run_cases(
                 raise CandidateFailure(
                     Verdict.NO_TRITON, f"{kind} {i} ({case.label()}): no Triton kernel was launched"
                 )
-            results[kind].append(outs)
+            results[kind].append(outs if keep else [])  # [] is not judged
             refill = plan.refills[i] if kind == "cases" else None
             if refill is not None:  # new contents at the same addresses
                 new = (refill.args, list(refill.kwargs.values()))
