@@ -62,3 +62,12 @@ def test_corner_distribution_contains_special_values():
 def test_outlier_distribution_has_large_values():
     x = Draw(Case((20000,), seed=3, dist="outlier"), "cpu").tensor((20000,))
     assert x.abs().max() > 8
+
+
+def test_sized_draws_put_only_large_cases_on_the_gpu():
+    small, large = Case((64, 64), seed=1), Case((4096, 4096), seed=2)
+    assert Draw.sized(small, "cuda").device == "cpu"
+    assert Draw.sized(large, "cuda").device == "cuda"
+    assert Draw.sized(large, "cpu").device == "cpu"
+    a, b = Draw.sized(small, "cuda").tensor((8,)), Draw(small, "cpu").tensor((8,))
+    assert torch.equal(a, b)  # correctness sizes: the same numbers as a CPU run

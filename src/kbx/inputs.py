@@ -29,6 +29,16 @@ class Draw:
         self.cpu_gen = torch.Generator().manual_seed(case.seed)
         self.dev_gen: torch.Generator | None = None
 
+    @classmethod
+    def sized(cls, case: Case, device: str) -> Draw:
+        """For a task that derives its inputs with float64 work of its own (linear algebra,
+        tie avoidance): a Draw on the CPU for correctness sizes (the same numbers on every
+        backend), on the CUDA device for larger cases (over ``DEVICE_DRAW_NUMEL`` elements in the
+        case's shape), where that work on the child's one CPU thread took up to 40 s while the
+        GPU lock was held.  Its ``device`` is where the task's own tensors (``eye``...) belong."""
+        big = device.startswith("cuda") and numel(case.shape) > DEVICE_DRAW_NUMEL
+        return cls(case, device if big else "cpu")
+
     def source(self, shape: Sequence[int]) -> tuple[torch.Generator, str, torch.dtype]:
         """Where to draw: the CPU in float64, or the CUDA device in float32 for large tensors."""
         if numel(shape) > DEVICE_DRAW_NUMEL and self.device.startswith("cuda"):

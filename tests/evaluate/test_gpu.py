@@ -1,5 +1,7 @@
 """The evaluator's specification on a CUDA GPU (run with `make gpu-test` or `pytest -m gpu`)."""
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -41,3 +43,58 @@ def test_work_on_a_side_stream_is_timed_at_its_true_cost(run_source, tmp_path):
     assert side[0]["verdict"] == ref[0]["verdict"] == "passed"
     for a, b in zip(side[0]["cases"], ref[0]["cases"], strict=True):
         assert abs(a["kernel_ms"] - b["kernel_ms"]) <= 0.1 * b["kernel_ms"]
+
+
+def test_large_outputs_are_copied_out_in_chunks_each_its_own_hold(tmp_path):
+    import json
+
+    from kbx.evaluate import gpulock, runner
+
+    lock = str(tmp_path / "gpu0.lock")
+    big = torch.randn(3 * runner.COPY_CHUNK_BYTES // 4 + 5, device="cuda")  # 3 chunks and a bit
+    small = torch.arange(6, device="cuda").reshape(2, 3)
+    runner.GPU_LOCK = lock
+    try:
+        gpulock.LOG_MIN_S, saved = 0.0, gpulock.LOG_MIN_S  # log every hold
+        host = runner.copy_out((big, small, 3.0), "outputs out")
+    finally:
+        runner.GPU_LOCK, gpulock.LOG_MIN_S = None, saved
+    assert torch.equal(host[0], big.cpu()) and torch.equal(host[1], small.cpu()) and host[2] == 3.0
+    assert not host[0].is_cuda and not host[1].is_cuda
+    holds = [json.loads(x) for x in Path(lock + ".log").read_text().splitlines()]
+    assert [h["what"] for h in holds] == ["outputs out"] * 5  # 4 chunks of big, 1 of small
+
+
+def test_autotuning_benchmarks_each_config_in_a_hold_of_its_own(tmp_path):
+    import json
+
+    import triton
+    import triton.language as tl
+
+    from kbx.evaluate import gpulock, launches
+
+    configs = [triton.Config({"BLOCK": b}) for b in (128, 256, 512)]
+
+    @triton.autotune(configs=configs, key=["n"])
+    @triton.jit
+    def double(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+    lock = str(tmp_path / "gpu0.lock")
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.jit import JITFunction
+
+    saved = (Autotuner._bench, JITFunction.run, gpulock.LOG_MIN_S, torch.cuda.Stream.__new__)
+    try:
+        gpulock.LOG_MIN_S = 0.0
+        launches.install_launch_counter(False, lock)
+        x = torch.ones(10_000, device="cuda")
+        double[lambda m: (triton.cdiv(10_000, m["BLOCK"]),)](x, 10_000)
+        torch.cuda.synchronize()
+    finally:
+        Autotuner._bench, JITFunction.run, gpulock.LOG_MIN_S, torch.cuda.Stream.__new__ = saved
+    log = Path(lock + ".log").read_text().splitlines()
+    whats = [json.loads(line)["what"] for line in log]
+    assert whats.count("autotune") == len(configs) and whats[-1] == "launch"
+    assert x.max().item() > 1  # the winning config ran

@@ -82,3 +82,46 @@ def test_long_holds_are_logged_with_what_they_were_for(tmp_path):
     lines = [json.loads(x) for x in (tmp_path / "gpu0.lock.log").read_text().splitlines()]
     assert [(x["mode"], x["what"]) for x in lines] == [("ex", "timing"), ("sh", "outputs out")]
     assert lines[1]["held_s"] >= gpulock.LOG_MIN_S and lines[0]["waited_s"] >= 0
+
+
+def test_inputs_are_built_one_hold_per_input_set():
+    from contextlib import contextmanager
+
+    from kbx.evaluate import runner
+    from kbx.suite import find
+
+    task = find("Math/rsqrt")
+    holds = []
+
+    @contextmanager
+    def guard():
+        holds.append(1)
+        yield
+
+    plan = runner.Plan.build(task, "cpu", bench=False, guard=guard)
+    with_refill = sum(r is not None for r in plan.refills)
+    assert with_refill > 0
+    # every case once, then each case's redraw (kept only where it fits the same buffers)
+    assert len(holds) == 2 * len(task.cases)
+
+
+def test_the_parent_judges_each_case_in_a_hold_of_its_own(monkeypatch):
+    from kbx.evaluate import reference, runner
+    from kbx.suite import find
+
+    task = find("Math/rsqrt")
+    plan = runner.Plan.build(task, "cpu", bench=False)
+    outputs = {
+        "cases": [[reference.run_reference(task, i, c.torch_seed, "cpu")] for c, i in plan.cases],
+        "refill": [[] for _ in plan.cases],
+    }
+    taken = []
+    real = reference.shared
+
+    def counting(lock, what):
+        taken.append(what)
+        return real(lock, what)
+
+    monkeypatch.setattr(reference, "shared", counting)
+    waited = reference.judge(task, outputs, "cpu", None)
+    assert taken == ["check"] * len(task.cases) and waited == 0.0

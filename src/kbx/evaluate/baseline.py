@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from kbx.evaluate.benchtime import time_case
-from kbx.evaluate.gpulock import exclusive
+from kbx.evaluate.gpulock import exclusive, shared
 from kbx.evaluate.runner import fresh_arguments, full_fp32
 from kbx.suite import find
 from kbx.task import Task
@@ -37,7 +37,8 @@ def measure(task: Task, index: int, kind: str, lock: str | None) -> float | None
     the compiled graph is a negligible disturbance to a concurrent timing), then is timed under
     the exclusive lock like eager.  A reference that torch.compile cannot handle gives None."""
     case = task.bench[index]
-    inputs = task.make_inputs(case, "cuda")
+    with shared(lock, "baseline inputs"):  # drawn on the GPU: not during another's timing
+        inputs = task.make_inputs(case, "cuda")
     fn: Callable[..., Any] = task.reference
     try:
         with torch.no_grad():

@@ -11,19 +11,19 @@ from typing import Any
 
 import torch
 
-from kbx.evaluate.gpulock import exclusive, shared
+from kbx.evaluate.gpulock import exclusive
 from kbx.evaluate.runner import (
     CANDIDATE_PATH,
     CandidateFailure,
     Plan,
     Sender,
     classify,
+    copy_out,
     explain,
     fresh_arguments,
     leaves,
     refill_case,
     restore,
-    to_cpu,
 )
 from kbx.task import Case, Inputs, Task
 
@@ -69,9 +69,8 @@ def time_bench(
                     **extra,
                 }
             )
-    # copied out after the timing: the copies need not hold up others
-    with shared(lock, "timed outputs out"):
-        timed_outputs = [[to_cpu(out)] for out in outs]
+    # copied out after the timing, chunk by chunk: the copies need not hold up others
+    timed_outputs = [[copy_out(out, "timed outputs out")] for out in outs]
     return timings, timed_outputs, variants
 
 

@@ -51,8 +51,13 @@ def main(job_path: str, msg_fd: int | None = None) -> int:
         channel.send("harness_error", detail=f"task {job['task_id']} not found in the child")
         return 0
     gpulock.ON_WAIT.append(lambda waiting: channel.send("wait" if waiting else "go"))
-    with gpulock.shared(job.get("lock"), "inputs made"):
-        plan = runner.Plan.build(task, job["device"], job["device"] == "cuda", job["perf"])
+    if job["device"] == "cuda":  # the context first, unlocked: a second of driver work and
+        torch.cuda.synchronize()  # no kernel (creating it runs nothing on the GPU)
+
+    def guard() -> gpulock.shared:
+        return gpulock.shared(job.get("lock"), "inputs made")
+
+    plan = runner.Plan.build(task, job["device"], job["device"] == "cuda", job["perf"], guard)
     counter = launches.install_launch_counter(job["device"] == "cpu", job.get("lock"))
     channel.send("ready")
     try:

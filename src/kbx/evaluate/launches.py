@@ -88,17 +88,18 @@ def locked(lock: str, what: str, fn: Callable[..., Any], *args: Any, **kwargs: A
 
 
 def lock_autotuner(lock: str) -> None:
-    """An autotuned launch benchmarks its configs under the shared lock, after compiling them
-    all without it."""
+    """An autotuned launch benchmarks each config under its own shared hold, after compiling
+    that config without it: one hold per config (a do_bench of ~0.1 s) rather than one for the
+    whole search (seconds), so that a timing elsewhere waits for one config at most."""
     from triton.runtime.autotuner import Autotuner
 
-    original = Autotuner.run
+    original = Autotuner._bench
 
-    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def bench(self: Any, *args: Any, config: Any, **meta: Any) -> Any:
         if holding():
-            return original(self, *args, **kwargs)
-        with contextlib.suppress(Exception):  # best effort: the locked run compiles what is left
-            self.warmup(*args, **{k: v for k, v in kwargs.items() if k != "warmup"})
-        return locked(lock, "autotune", original, self, *args, **kwargs)
+            return original(self, *args, config=config, **meta)
+        with contextlib.suppress(Exception):  # best effort: a failing compile fails again below
+            self.fn.run(*args, **{**meta, **config.all_kwargs(), "warmup": True})
+        return locked(lock, "autotune", original, self, *args, config=config, **meta)
 
-    Autotuner.run = run
+    Autotuner._bench = bench

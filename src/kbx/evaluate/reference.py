@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from kbx.evaluate.compare import compare
+from kbx.evaluate.gpulock import shared
 from kbx.evaluate.runner import detached, fresh_arguments, full_fp32, refill_case, to_cpu
 from kbx.task import Case, Inputs, Task, Tolerance
 from kbx.verdict import Reject, Verdict
@@ -56,9 +57,12 @@ def run_reference(
     return detached(out) if keep_device else to_cpu(out)
 
 
-def judge(task: Task, outputs: dict[str, list[Any]], device: str) -> None:
+def judge(task: Task, outputs: dict[str, list[Any]], device: str, lock: str | None = None) -> float:
     """Raise ``Reject`` unless every case's outputs are acceptable (``timed``: the output of a
-    benchmark case's last timed call)."""
+    benchmark case's last timed call).  Each case is judged under its own shared hold of the GPU
+    ``lock`` (its reference run must not overlap a timing; one hold per case keeps a timing from
+    waiting for the whole task).  Returns the seconds spent waiting for the lock."""
+    waited = 0.0
     for kind in ("cases", "refill", "bench", "timed"):
         for index, runs in enumerate(outputs.get(kind, [])):
             if not runs:  # a case without a refill
@@ -72,10 +76,14 @@ def judge(task: Task, outputs: dict[str, list[Any]], device: str) -> None:
                 kind_here = "timed_refill"  # the last timed call saw the redrawn contents
             else:
                 kind_here = kind
+            hold = shared(lock, "check")
             try:
-                judge_case(task, kind_here, index, runs, device)
+                with hold:
+                    judge_case(task, kind_here, index, runs, device)
             except Reject as r:
                 raise Reject(r.verdict, f"{where}: {r.detail}") from None
+            waited += hold.since[1] - hold.since[0]
+    return waited
 
 
 def judge_case(task: Task, kind: str, index: int, runs: list[Any], device: str) -> None:

@@ -10,6 +10,7 @@ import dataclasses
 import importlib.util
 import traceback
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -51,14 +52,28 @@ class Plan:
     timed: bool = False  # benchmark cases will be timed (and their timed outputs judged)
 
     @classmethod
-    def build(cls, task: Task, device: str, bench: bool, timed: bool = False) -> Plan:
+    def build(
+        cls,
+        task: Task,
+        device: str,
+        bench: bool,
+        timed: bool = False,
+        guard: Callable[[], AbstractContextManager[Any]] = nullcontext,
+    ) -> Plan:
         """Benchmark cases are checked too where they are affordable (on the GPU); their
-        refills (the contents timed calls alternate with) only when they are timed."""
-        cases = [(c, task.make_inputs(c, device)) for c in task.cases]
-        large = [(c, task.make_inputs(c, device)) for c in task.bench] if bench else []
-        refills = [refill_inputs(task, c, inputs, device) for c, inputs in cases]
+        refills (the contents timed calls alternate with) only when they are timed.  Each input
+        set is built inside its own ``guard()`` (the child's shared GPU lock: one hold per set
+        keeps a timing elsewhere from waiting for the whole plan)."""
+
+        def make(case: Case) -> Inputs:
+            with guard():
+                return task.make_inputs(case, device)
+
+        cases = [(c, make(c)) for c in task.cases]
+        large = [(c, make(c)) for c in task.bench] if bench else []
+        refills = [refill_inputs(task, c, inputs, device, make) for c, inputs in cases]
         bench_refills = [
-            refill_inputs(task, c, inputs, device) if timed else None for c, inputs in large
+            refill_inputs(task, c, inputs, device, make) if timed else None for c, inputs in large
         ]
         return cls(device, cases, large, refills, bench_refills, timed)
 
@@ -67,10 +82,16 @@ def refill_case(case: Case) -> Case:
     return dataclasses.replace(case, seed=case.seed + REFILL_SEED)
 
 
-def refill_inputs(task: Task, case: Case, inputs: Inputs, device: str) -> Inputs | None:
+def refill_inputs(
+    task: Task,
+    case: Case,
+    inputs: Inputs,
+    device: str,
+    make: Callable[[Case], Inputs] | None = None,
+) -> Inputs | None:
     """The case drawn from another seed, if it fits the same buffers (same tensor shapes and
     dtypes, same other arguments); None otherwise."""
-    other = task.make_inputs(refill_case(case), device)
+    other = (make or (lambda c: task.make_inputs(c, device)))(refill_case(case))
     return other if same_layout(inputs, other) else None
 
 
@@ -174,16 +195,40 @@ def call_on(
     torch.manual_seed(seed)
     try:
         out = entry(*args, **kwargs)  # its launches take the GPU lock themselves
-        with shared(GPU_LOCK, "outputs out" if keep else "call ends"):
+        with shared(GPU_LOCK, "call ends"):
             if device == "cuda":
                 torch.cuda.synchronize()
-            if not keep:
-                return None
-            if task.inplace:
-                out = (out, tuple(args[i] for i in task.inplace))
-            return to_cpu(out)
+        if not keep:
+            return None
+        if task.inplace:
+            out = (out, tuple(args[i] for i in task.inplace))
+        return copy_out(out, "outputs out")
     except BaseException as exc:  # noqa: BLE001 - anything the candidate raises is its verdict
         raise CandidateFailure(classify(exc), explain(exc, Path(CANDIDATE_PATH))) from None
+
+
+COPY_CHUNK_BYTES = 64 << 20  # one shared hold per chunk of a large output copied to the host
+
+
+def copy_out(x: Any, what: str) -> Any:
+    """``to_cpu`` in a candidate's child: a GPU tensor is copied under the shared lock in chunks
+    of COPY_CHUNK_BYTES, each its own hold, so that a timing elsewhere waits for one chunk
+    (milliseconds) rather than for a whole output of hundreds of MB."""
+    if isinstance(x, tuple | list):
+        return tuple(copy_out(v, what) for v in x)
+    if not (isinstance(x, torch.Tensor) and x.is_cuda):
+        return to_cpu(x)
+    t = x.detach().as_subclass(torch.Tensor)
+    if t.nbytes <= COPY_CHUNK_BYTES or not t.is_contiguous() or t.dim() == 0:
+        with shared(GPU_LOCK, what):
+            return t.cpu()
+    host = torch.empty(t.shape, dtype=t.dtype)
+    src, dst = t.view(-1), host.view(-1)
+    step = max(1, COPY_CHUNK_BYTES // t.element_size())
+    for start in range(0, src.numel(), step):
+        with shared(GPU_LOCK, what):
+            dst[start : start + step].copy_(src[start : start + step])
+    return host
 
 
 def run_cases(

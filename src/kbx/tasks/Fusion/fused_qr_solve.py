@@ -18,7 +18,7 @@ def make_inputs(case: Case, device: str) -> Inputs:
     singular values s in [1, 5] (cond(A) <= 5), times 10^[-3, 3] per matrix in the corner case;
     b is (*batch, m, k) in the case's distribution, or (m,) with params vector=True."""
     *batch, m, n, k = case.shape
-    d = Draw(case, "cpu")
+    d = Draw.sized(case, device)
     u = torch.linalg.qr(d.tensor((*batch, m, n), dtype=torch.float64, dist="normal"))[0]
     v = torch.linalg.qr(d.tensor((*batch, n, n), dtype=torch.float64, dist="normal"))[0]
     s = d.uniform((*batch, n), 1.0, 5.0, dtype=torch.float64)
@@ -76,6 +76,7 @@ TASK = Task(
     ),
     reference=reference,
     make_inputs=make_inputs,
+    version=2,  # benchmark inputs derived on the GPU, not on the CPU (2026-11-30)
     cases=(
         Case((37, 23, 5), seed=1),
         Case((3, 64, 41, 3), seed=2, dist="outlier"),

@@ -32,7 +32,7 @@ def away_from_ties(t: torch.Tensor, dim: int) -> torch.Tensor:
 
 def make_inputs(case: Case, device: str) -> Inputs:
     m, k, n = case.shape
-    d = Draw(case, "cpu")
+    d = Draw.sized(case, device)
     x, w = d.tensor((m, k), specials=SPECIALS), d.tensor((k, n), specials=SPECIALS)
     if case.dist == "corner":  # an all-zero row and column: their scale is 1
         x[m // 2], w[:, n // 3] = 0.0, 0.0
@@ -65,6 +65,7 @@ TASK = Task(
     ),
     reference=reference,
     make_inputs=make_inputs,
+    version=2,  # benchmark inputs derived on the GPU, not on the CPU (2026-11-30)
     cases=(
         Case((37, 203, 45), seed=1),
         Case((64, 251, 33), seed=2, dist="outlier"),

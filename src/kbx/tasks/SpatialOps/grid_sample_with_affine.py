@@ -19,13 +19,13 @@ def make_inputs(case: Case, device: str) -> Inputs:
     """shape (N, C, H_in, W_in); params: out (H_out, W_out) and the call's keyword arguments."""
     p = dict(case.params)
     n, c, _, _ = case.shape
-    d = Draw(case, "cpu")
+    d = Draw.sized(case, device)
     x = d.tensor(case.shape, specials=IMAGE_SPECIALS)
     # Rotation/scale/shear around the identity plus a translation; a corner case also gets the
     # exact identity (points on pixel centres or edges) and a mirror image.
-    theta = torch.eye(2, 3) + d.tensor((n, 2, 3), dist="normal", scale=0.4)
+    theta = torch.eye(2, 3, device=d.device) + d.tensor((n, 2, 3), dist="normal", scale=0.4)
     if case.dist == "corner":
-        theta[0] = torch.eye(2, 3)
+        theta[0] = torch.eye(2, 3, device=d.device)
         theta[-1, 0, :2] = torch.tensor([-1.0, 0.0])
     x, theta = x.to(device), theta.to(device)
     return Inputs((x, theta, torch.Size((n, c, *p.pop("out")))), p)
@@ -117,6 +117,7 @@ TASK = Task(
     ),
     reference=reference,
     make_inputs=make_inputs,
+    version=2,  # benchmark inputs derived on the GPU, not on the CPU (2026-11-30)
     cases=(
         Case((2, 3, 13, 17), seed=1, params={"out": (11, 9), **mode("bilinear", "zeros", False)}),
         Case(
