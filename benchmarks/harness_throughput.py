@@ -10,7 +10,8 @@ kernel and autotuning cache (a re-evaluation of the same kernels; the figures sa
 Repeatability: median over tasks of |log(speedup warm 1 / speedup warm 2)|.  With --profile,
 warm run 2 also times every case with the torch profiler (after its event timing, which it
 does not disturb) and reports the fraction of cases over 50 us whose event timing is within 10%
-of the profiler's kernel time.
+of the profiler's kernel time.  --work keeps the runs' stores (records survive a time limit);
+--prime adds an untimed run before the warm ones to fill the --triton-cache.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ def one_run(out: Path, cache: Path, args: argparse.Namespace, profile: bool = Fa
         triton_cache=args.triton_cache,
     )
     gpus = [int(g) for g in args.gpus.split(",")]
+    shutil.rmtree(out, ignore_errors=True)  # a store left by an earlier run would be resumed
     started = time.monotonic()
     done = {"n": 0}
 
@@ -126,11 +128,25 @@ def main() -> int:
     )
     p.add_argument("--cache", type=Path, default=None, help="baseline cache folder (kept)")
     p.add_argument("--keep", type=Path, default=None, help="folder for each run's results.jsonl")
+    p.add_argument(
+        "--work",
+        type=Path,
+        default=None,
+        help="folder for the runs' stores and lock logs (default: a temporary one); kept, so "
+        "that a run stopped by a time limit leaves its records (each is in the run's store as "
+        "soon as it is done: `python -m kbx.cli report` or kbx.store.export read them)",
+    )
+    p.add_argument(
+        "--prime",
+        action="store_true",
+        help="warm phase: one run first whose figures are dropped, to fill the --triton-cache "
+        "on a machine that has the baselines but not the kernels",
+    )
     args = p.parse_args()
     merge_cold = args.phase == "warm" and args.out.exists()
     figures: dict[str, Any] = json.loads(args.out.read_text()) if merge_cold else {}
     with tempfile.TemporaryDirectory(prefix="kbx-throughput-") as tmp:
-        base = Path(tmp)
+        base = args.work or Path(tmp)
         cache = args.cache or base / "cache"
         if args.phase in ("all", "cold"):
             (cache / "baselines.sqlite").unlink(missing_ok=True)
@@ -140,6 +156,9 @@ def main() -> int:
             figures["passed_cold"] = sum(r["verdict"] == "passed" for r in cold["records"])
             write(args, figures)
         if args.phase in ("all", "warm"):
+            if args.prime:
+                primed = one_run(base / "prime", cache, args)
+                figures.update(prime_s=round(primed["wall_s"], 1))
             warm = one_run(base / "warm1", cache, args)
             keep(warm, args.keep, "warm1")
             figures.update(warm_s=round(warm["wall_s"], 1), stages_warm_s=warm["stage_s"])
@@ -174,6 +193,7 @@ def main() -> int:
         + (" --profile" if args.profile else "")
         + (" --no-compile-baseline" if args.no_compile_baseline else "")
         + (f" --triton-cache {args.triton_cache}" if args.triton_cache else "")
+        + (" --prime" if args.prime else "")
     )
     write(args, figures)
     print(json.dumps({k: v for k, v in figures.items() if not k.startswith("stages")}, indent=1))

@@ -34,6 +34,9 @@ def test_eval_then_report(tmp_path, capsys):
     assert main(["report", str(out)]) == 0
     assert "no_triton" in capsys.readouterr().out
     assert main(["report", str(tmp_path / "missing")]) == 2
+    (out / "results.jsonl").unlink()  # as if the run had been stopped before its export
+    assert main(["report", str(out)]) == 0
+    assert "no_triton" in capsys.readouterr().out
 
 
 def test_eval_missing_source(tmp_path):

@@ -15,7 +15,17 @@ from kbx.result import geometric_mean
 
 
 def load_records(run_dir: Path) -> list[dict[str, Any]]:
+    """The run's results.jsonl; for a run stopped before it wrote one (a time limit, Ctrl-C),
+    the records its store holds so far."""
     path = run_dir / "results.jsonl"
+    if not path.exists() and (run_dir / "kbx.sqlite").exists():
+        from kbx.store import Store
+
+        store = Store(run_dir / "kbx.sqlite")
+        try:
+            return store.records()
+        finally:
+            store.close()
     if not path.exists():
         raise FileNotFoundError(f"{path}: no results (run `kbx eval ... --out {run_dir}` first)")
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

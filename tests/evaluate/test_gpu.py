@@ -98,3 +98,27 @@ def test_autotuning_benchmarks_each_config_in_a_hold_of_its_own(tmp_path):
     whats = [json.loads(line)["what"] for line in log]
     assert whats.count("autotune") == len(configs) and whats[-1] == "launch"
     assert x.max().item() > 1  # the winning config ran
+
+
+def test_inputs_built_op_by_op_under_the_lock_are_the_same_inputs(tmp_path):
+    import json
+
+    from kbx.evaluate import gpulock
+    from kbx.evaluate.gpuops import gpu_ops_locked
+    from kbx.suite import find
+
+    lock = str(tmp_path / "gpu0.lock")
+    for task_id in ("Activation/gelu_int8", "LinearAlgebra/cholesky"):
+        task = find(task_id)
+        case = task.bench[0]
+        plain = task.make_inputs(case, "cuda")
+        saved, gpulock.LOG_MIN_S = gpulock.LOG_MIN_S, 0.0
+        try:
+            with gpu_ops_locked(lock, "inputs made"):
+                locked = task.make_inputs(case, "cuda")
+        finally:
+            gpulock.LOG_MIN_S = saved
+        for a, b in zip(plain.args, locked.args, strict=True):
+            assert not isinstance(a, torch.Tensor) or torch.equal(a, b), task_id
+    holds = [json.loads(x) for x in Path(lock + ".log").read_text().splitlines()]
+    assert holds and all(h["what"] == "inputs made" and h["mode"] == "sh" for h in holds)

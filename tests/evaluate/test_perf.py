@@ -111,3 +111,22 @@ def test_timed_calls_far_faster_than_calls_on_new_contents_are_too_fast(monkeypa
     with pytest.raises(Reject) as err:
         perf.speedups(task, timings(0.24, 2.9), None, with_compile=False)
     assert err.value.verdict == Verdict.TOO_FAST and "reused" in err.value.detail
+
+
+def test_baselines_are_fetched_in_the_background_and_failures_left_for_later(monkeypatch):
+    import threading
+
+    from kbx.evaluate import perf
+    from kbx.suite import find
+
+    task = find("Math/rsqrt")
+    calls = []
+
+    def fake(task_, kinds, lock_path, cache, gpu):
+        calls.append((task_.id, kinds, lock_path, gpu, threading.current_thread().name))
+        raise RuntimeError("eager failed")  # raised again by speedups' own call, not here
+
+    monkeypatch.setattr(perf, "baseline_ms", fake)
+    perf.prefetch(task, ("eager",), "/tmp/gpu0.lock", None).result(timeout=10)
+    assert calls[0][:4] == ("Math/rsqrt", ("eager",), "/tmp/gpu0.lock", None)
+    assert calls[0][4].startswith("kbx-baselines")

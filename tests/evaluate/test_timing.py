@@ -4,7 +4,16 @@ import itertools
 import random
 import time
 
-from kbx.evaluate.timing import SLOW_CALL_MS, measure, median_ci, warm_up
+from kbx.evaluate.timing import (
+    SLOW_CALL_MS,
+    SLOW_MIN_REPS,
+    VERY_SLOW_CALL_MS,
+    VERY_SLOW_MIN_REPS,
+    Warm,
+    measure,
+    median_ci,
+    warm_up,
+)
 
 
 def test_median_ci_brackets_the_median():
@@ -56,6 +65,20 @@ def test_warm_up_stops_at_two_sets_for_slow_calls():
     warm = warm_up(calls, sync=lambda: None)
     assert (warm.sets, warm.slow) == (2, True)
     assert calls_made == [0, 1]
+    assert warm.min_reps == SLOW_MIN_REPS
+
+
+def test_calls_of_a_quarter_second_or_more_get_the_fewest_repetitions():
+    """Eager torch.linalg baselines take seconds a call: each repetition holds the GPU's
+    exclusive turn, so they stop at VERY_SLOW_MIN_REPS."""
+    assert Warm(2, True, VERY_SLOW_CALL_MS).min_reps == VERY_SLOW_MIN_REPS
+    assert Warm(2, True, VERY_SLOW_CALL_MS - 1).min_reps == SLOW_MIN_REPS
+    assert Warm(8, False).min_reps == 10
+    times = iter([400.0, 410.0, 405.0, 401.0])  # not within +-1%: the budget ends it
+    timing = measure(
+        [lambda: None], lambda call: next(times), budget_ms=0.0, min_reps=VERY_SLOW_MIN_REPS
+    )
+    assert timing.reps == VERY_SLOW_MIN_REPS and timing.median_ms == 405.0
 
 
 def stand_in_clock(monkeypatch, passes):

@@ -20,7 +20,8 @@ from typing import Any
 import torch
 
 from kbx.evaluate.benchtime import time_case
-from kbx.evaluate.gpulock import exclusive, shared
+from kbx.evaluate.gpulock import exclusive
+from kbx.evaluate.gpuops import gpu_ops_locked
 from kbx.evaluate.runner import fresh_arguments, full_fp32
 from kbx.suite import find
 from kbx.task import Task
@@ -37,7 +38,7 @@ def measure(task: Task, index: int, kind: str, lock: str | None) -> float | None
     the compiled graph is a negligible disturbance to a concurrent timing), then is timed under
     the exclusive lock like eager.  A reference that torch.compile cannot handle gives None."""
     case = task.bench[index]
-    with shared(lock, "baseline inputs"):  # drawn on the GPU: not during another's timing
+    with gpu_ops_locked(lock, "baseline inputs"):  # GPU work: not during another's timing
         inputs = task.make_inputs(case, "cuda")
     fn: Callable[..., Any] = task.reference
     try:
@@ -51,7 +52,7 @@ def measure(task: Task, index: int, kind: str, lock: str | None) -> float | None
             queued = time.monotonic()
             with exclusive(lock, f"{kind} {task.id}"):
                 WAITED.seconds = getattr(WAITED, "seconds", 0.0) + time.monotonic() - queued
-                timing, _, _ = time_case(task, case, inputs, fn)
+                timing, _, _ = time_case(task, case, inputs, fn, final=False)
     except Exception:
         if kind == "eager":
             raise

@@ -137,6 +137,7 @@ def time_case(
     entry: Callable[..., Any],
     alt: Inputs | None = None,
     probe: bool = False,
+    final: bool = True,
 ) -> tuple[Any, Any, int]:
     """Timing of one benchmark case over rotating input sets, then the output of one more call
     made like the timed ones, and which contents that call saw (0: the case's inputs, 1:
@@ -148,7 +149,8 @@ def time_case(
 
     With ``probe``, FRESH_CALLS more calls on one more buffer set get contents never seen before
     (the case's, scaled) and ``PROBE["fresh_ms"]`` is the fastest: a result cached by contents
-    is reused in the timed calls, which repeat contents, but not there (see perf.reused)."""
+    is reused in the timed calls, which repeat contents, but not there (see perf.reused).
+    Without ``final`` (baselines) there is no final call and the output is None."""
     from kbx.evaluate import timing as clock
 
     began = time.monotonic()
@@ -189,17 +191,18 @@ def time_case(
     if probe:
         PROBE["fresh_ms"] = fresh_ms(inputs, entry, seeds[0])
     marks["probe"] = time.monotonic()
-    final = (first.get(0, 0) + 1) % len(contents)
-    load(0, final)
-    calls[0]()
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        torch.cuda.synchronize()  # side streams included
+    variant = (first.get(0, 0) + 1) % len(contents)
+    if final:  # (a baseline's output is not judged: no call for it)
+        load(0, variant)
+        calls[0]()
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.synchronize()  # side streams included
     marks["final"] = time.monotonic()
     PHASES.clear()
     for name, mark in marks.items():
         PHASES[name] = round((mark - began) * 1000, 2)
         began = mark
-    out = last["out"]
-    if task.inplace:
+    out = last["out"] if final else None
+    if task.inplace and final:
         out = (out, tuple(sets[0][0][p] for p in task.inplace))
-    return timing, out, final
+    return timing, out, variant

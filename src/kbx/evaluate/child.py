@@ -13,6 +13,7 @@ fool the launch counter and the timer; hardening them is tracked in docs/design/
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -42,7 +43,7 @@ def main(job_path: str, msg_fd: int | None = None) -> int:
         os.environ["TRITON_INTERPRET"] = "1"  # must precede the first import of triton
     import torch
 
-    from kbx.evaluate import benchtime, gpulock, launches, runner
+    from kbx.evaluate import benchtime, gpulock, gpuops, launches, runner
     from kbx.suite import find
 
     runner.full_fp32()
@@ -54,8 +55,9 @@ def main(job_path: str, msg_fd: int | None = None) -> int:
     if job["device"] == "cuda":  # the context first, unlocked: a second of driver work and
         torch.cuda.synchronize()  # no kernel (creating it runs nothing on the GPU)
 
-    def guard() -> gpulock.shared:
-        return gpulock.shared(job.get("lock"), "inputs made")
+    def guard() -> contextlib.AbstractContextManager[Any]:
+        lock = job.get("lock")
+        return gpuops.gpu_ops_locked(lock, "inputs made") if lock else contextlib.nullcontext()
 
     plan = runner.Plan.build(task, job["device"], job["device"] == "cuda", job["perf"], guard)
     counter = launches.install_launch_counter(job["device"] == "cpu", job.get("lock"))

@@ -57,9 +57,12 @@ def serve(sock: socket.socket, device: str) -> int:
         reap(children, sock)
         if sock.fileno() not in ready:
             continue
-        data, fds, _, _ = socket.recv_fds(sock, 1 << 20, 3)
+        try:
+            data, fds, _, _ = socket.recv_fds(sock, 1 << 20, 3)
+        except ConnectionResetError:
+            data, fds = b"", []
         if not data:
-            return 0  # the parent has gone
+            return 0  # the parent has gone (exited, or killed by a time limit)
         request = json.loads(data)
         pid = os.fork()
         if pid == 0:

@@ -57,6 +57,12 @@ def log_hold(path: str, mode: str, what: str, waited_s: float, held_s: float) ->
         pass
 
 
+def waited_s() -> float:
+    """Seconds this thread has spent queueing for the lock so far (differences of two calls
+    give the wait of what ran between them)."""
+    return float(getattr(_held, "waited", 0.0))
+
+
 def _depth() -> int:
     return getattr(_held, "depth", 0)
 
@@ -82,6 +88,7 @@ class exclusive:
             asked = time.monotonic()
             self.take()
             self.since = (asked, time.monotonic())
+            _held.waited = waited_s() + self.since[1] - asked
             _held.mode = self.mode
         elif self.path and self.mode == "ex" and getattr(_held, "mode", "ex") == "sh":
             raise RuntimeError("the GPU lock cannot be upgraded from shared to exclusive")

@@ -40,6 +40,11 @@ class EvalConfig:
     def timed(self) -> bool:
         return self.perf and self.device == "cuda"
 
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The baselines each timed task is compared with."""
+        return ("eager", "compile") if self.compile_baseline else ("eager",)
+
     def sandbox(self) -> SandboxConfig:
         return SandboxConfig(
             device=self.device,
@@ -77,8 +82,10 @@ def evaluate(candidate: Candidate, cfg: EvalConfig) -> Result:
             raise Reject(Verdict.UNKNOWN_TASK, f"no task {candidate.task_id!r}")
         stage = "import"
         sandbox = cfg.sandbox()
-        child = run_child(task, candidate.code, sandbox)
         lock = str(sandbox.lock_path) if sandbox.lock_path else None
+        if cfg.timed:  # measured (or looked up) while the candidate runs
+            perf.prefetch(task, cfg.kinds, lock, perf.open_cache(cfg.baseline_cache), cfg.gpu)
+        child = run_child(task, candidate.code, sandbox)
         with cfg.device_context():
             stage, checked = "check", time.monotonic()
             waited = reference.judge(task, child.outputs, cfg.device, lock)

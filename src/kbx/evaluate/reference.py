@@ -6,13 +6,15 @@ device and cached for the life of the run.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any
 
 import torch
 
 from kbx.evaluate.compare import compare
-from kbx.evaluate.gpulock import shared
+from kbx.evaluate.gpulock import shared, waited_s
+from kbx.evaluate.gpuops import gpu_ops_locked
 from kbx.evaluate.runner import detached, fresh_arguments, full_fp32, refill_case, to_cpu
 from kbx.task import Case, Inputs, Task, Tolerance
 from kbx.verdict import Reject, Verdict
@@ -27,20 +29,28 @@ _lock = threading.Lock()
 EXACT = Tolerance(rtol=0.0, atol=0.0)
 
 
-def expected(task: Task, kind: str, index: int, device: str) -> tuple[Inputs, Any]:
+def expected(
+    task: Task, kind: str, index: int, device: str, lock: str | None = None
+) -> tuple[Inputs, Any]:
     """Inputs and reference output (on the CPU) of one case; correctness cases and their refills
-    are cached (benchmark outputs are too large to keep)."""
+    are cached (benchmark outputs are too large to keep).  The inputs' GPU work takes the GPU
+    ``lock`` op by op, the reference run one shared hold."""
     case: Case = (task.cases if kind in ("cases", "refill") else task.bench)[index]
     if kind in ("refill", "timed_refill"):
         case = refill_case(case)
-    inputs = task.make_inputs(case, device)
+    with gpu_ops_locked(lock, "check inputs") if lock else contextlib.nullcontext():
+        inputs = task.make_inputs(case, device)
     if kind not in ("cases", "refill"):  # bench and timed outputs of one case share its inputs
-        return inputs, run_reference(task, inputs, case.torch_seed, device, keep_device=True)
+        with shared(lock, "check"):
+            return inputs, run_reference(task, inputs, case.torch_seed, device, keep_device=True)
     key = (task.id, device, kind, index)
     with _lock:
-        if key not in _cache:
-            _cache[key] = run_reference(task, inputs, case.torch_seed, device)
-        return inputs, _cache[key]
+        if key in _cache:
+            return inputs, _cache[key]
+    with shared(lock, "check"):  # two threads may both compute it: the same value either way
+        want = run_reference(task, inputs, case.torch_seed, device)
+    with _lock:
+        return inputs, _cache.setdefault(key, want)
 
 
 def run_reference(
@@ -59,10 +69,10 @@ def run_reference(
 
 def judge(task: Task, outputs: dict[str, list[Any]], device: str, lock: str | None = None) -> float:
     """Raise ``Reject`` unless every case's outputs are acceptable (``timed``: the output of a
-    benchmark case's last timed call).  Each case is judged under its own shared hold of the GPU
-    ``lock`` (its reference run must not overlap a timing; one hold per case keeps a timing from
-    waiting for the whole task).  Returns the seconds spent waiting for the lock."""
-    waited = 0.0
+    benchmark case's last timed call).  The GPU ``lock`` is taken case by case, and within a
+    case for its inputs' GPU work op by op, its reference run and its comparison: short holds,
+    so that a timing never waits for a whole task.  Returns the seconds spent waiting for it."""
+    waited = waited_s()
     for kind in ("cases", "refill", "bench", "timed"):
         for index, runs in enumerate(outputs.get(kind, [])):
             if not runs:  # a case without a refill
@@ -76,18 +86,22 @@ def judge(task: Task, outputs: dict[str, list[Any]], device: str, lock: str | No
                 kind_here = "timed_refill"  # the last timed call saw the redrawn contents
             else:
                 kind_here = kind
-            hold = shared(lock, "check")
             try:
-                with hold:
-                    judge_case(task, kind_here, index, runs, device)
+                judge_case(task, kind_here, index, runs, device, lock)
             except Reject as r:
                 raise Reject(r.verdict, f"{where}: {r.detail}") from None
-            waited += hold.since[1] - hold.since[0]
-    return waited
+    return waited_s() - waited
 
 
-def judge_case(task: Task, kind: str, index: int, runs: list[Any], device: str) -> None:
-    inputs, want = expected(task, kind, index, device)
+def judge_case(
+    task: Task, kind: str, index: int, runs: list[Any], device: str, lock: str | None = None
+) -> None:
+    inputs, want = expected(task, kind, index, device, lock)
+    with shared(lock, "check"):  # comparisons of benchmark sizes run on the GPU
+        verdict_on(task, inputs, want, runs)
+
+
+def verdict_on(task: Task, inputs: Inputs, want: Any, runs: list[Any]) -> None:
     got = runs[0]
     if not task.random:
         if task.check is not None:

@@ -5,7 +5,8 @@ each timed call; CUDA events bracket the call, the end after the GPU has finishe
 work on every stream (``cuda_clock`` says how, and how launch and sync overheads are kept out);
 calls rotate over several input sets at distinct addresses; repetitions go on until the 95%
 confidence interval of the median is within +-1% of it or the time budget is spent (calls of
-20 ms or more: 2 input sets, 5 repetitions at least).  See docs/design/timing.md."""
+20 ms or more: 2 input sets, 5 repetitions at least; of 250 ms or more: 3).  See
+docs/design/timing.md."""
 
 from __future__ import annotations
 
@@ -75,12 +76,21 @@ def measure(
 
 SLOW_CALL_MS = 20.0  # a call this long evicts the L2 by itself and is timed over 2 input sets
 SLOW_MIN_REPS = 5  # ... with this many repetitions at least (10 otherwise)
+VERY_SLOW_CALL_MS = 250.0  # a call this long gets VERY_SLOW_MIN_REPS: batched torch.linalg
+VERY_SLOW_MIN_REPS = 3  # eager baselines (seconds a call) held the GPU for up to 25 s with 5
 
 
 @dataclass(frozen=True)
 class Warm:
     sets: int  # input sets the timing rotates over
     slow: bool  # a warm-up call took SLOW_CALL_MS or more
+    call_ms: float = 0.0  # how long that call took (wall time, with its sync)
+
+    @property
+    def min_reps(self) -> int:
+        if not self.slow:
+            return 10
+        return VERY_SLOW_MIN_REPS if self.call_ms >= VERY_SLOW_CALL_MS else SLOW_MIN_REPS
 
 
 def warm_up(
@@ -106,8 +116,9 @@ def warm_up(
         began = time.monotonic()
         call()
         sync()
-        if i >= 1 and (time.monotonic() - began) * 1000 >= SLOW_CALL_MS:
-            return Warm(i + 1, True)
+        took_ms = (time.monotonic() - began) * 1000
+        if i >= 1 and took_ms >= SLOW_CALL_MS:
+            return Warm(i + 1, True, took_ms)
     while (time.monotonic() - start) * 1000 < min_ms:
         if prepare is not None:
             prepare(0)
@@ -190,8 +201,7 @@ def time_calls(
 ) -> Timing:
     """Median time on the current CUDA device of calls rotating over input sets."""
     warm = warm_up(calls, prepare)
-    min_reps = SLOW_MIN_REPS if warm.slow else 10
-    return measure(calls[: warm.sets], cuda_clock(), prepare, budget_ms, min_reps=min_reps)
+    return measure(calls[: warm.sets], cuda_clock(), prepare, budget_ms, min_reps=warm.min_reps)
 
 
 def time_fixed(call: Callable[[], Any], prepare: Prepare, reps: int) -> float:
