@@ -173,6 +173,7 @@ def main() -> int:
                 candidates=len(warm["records"]),
             )
     fp = fingerprint("cuda")
+    figures.setdefault("cold_s", None)  # a warm-only file (the two-GPU one) says it has none
     figures.update(
         gpu=fp["gpu"],
         gpus=args.gpus,

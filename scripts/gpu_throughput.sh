@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Issue 5's throughput figures on CUDA machines, one step per device call (each fits 600 s):
+#   cold  one H200: benchmarks/harness_throughput.py --phase cold (every baseline measured,
+#         kernels compiled into runs/tp/tc)
+#   warm  the same machine, still warm: --phase warm --profile on cold's baselines and kernels
+#   x2    two H200s (nvidia-h200-x2), with runs/tp/baselines.sqlite carried: --phase warm
+#         --prime --gpus 0,1 (the priming run compiles the kernels there; its figures are dropped)
+# Each step writes to $OUT (at most 8 files): its log, the figures JSON, each run's records (also
+# of a run cut off by LIMIT, read from its store) and the GPU lock's report for the first run.
+set -uo pipefail
+STEP=${1:?usage: gpu_throughput.sh cold|warm|x2}
+OUT=${OUT:-gpu-out}; LIMIT=${LIMIT:-570}; JOBS=${JOBS:-16}
+mkdir -p "$OUT" runs/tp
+export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
+bash scripts/gpu_env.sh > "$OUT/env-$STEP.txt" 2>&1
+common=(--jobs "$JOBS" --work runs/tp/work --cache runs/tp --triton-cache "$PWD/runs/tp/tc"
+        --keep runs/tp/keep)
+case $STEP in
+  cold) args=(--phase cold --out runs/tp/throughput-h200.json); runs=(cold) ;;
+  warm) args=(--phase warm --profile --out runs/tp/throughput-h200.json); runs=(warm1 warm2) ;;
+  x2) args=(--phase warm --prime --gpus 0,1 --out runs/tp/throughput-h200x2.json)
+      runs=(warm1 warm2) ;;
+  *) echo "unknown step $STEP" >&2; exit 2 ;;
+esac
+start=$(date +%s)
+timeout "$LIMIT" python3 benchmarks/harness_throughput.py "${common[@]}" "${args[@]}" \
+  > "$OUT/$STEP-log.txt" 2>&1
+echo "exit $? after $(( $(date +%s) - start )) s" >> "$OUT/$STEP-log.txt"
+for run in "${runs[@]}"; do  # records, also of a run the time limit stopped
+  python3 -c "
+import json, sys
+from pathlib import Path
+from kbx.report import load_records
+run = Path('runs/tp/work/$run')
+if (run / 'kbx.sqlite').exists() or (run / 'results.jsonl').exists():
+    records = load_records(run)
+    Path('$OUT/$STEP-$run.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in records))
+    print('$run:', len(records), 'records')
+" >> "$OUT/$STEP-log.txt" 2>&1
+done
+log=runs/tp/work/${runs[0]}/gpu0.lock.log
+[ -f "$log" ] && python3 scripts/lock_report.py "$log" 30 > "$OUT/$STEP-lockreport.txt" 2>&1
+cp runs/tp/throughput-h200*.json "$OUT/" 2>/dev/null
+[ "$STEP" = warm ] && cp runs/tp/baselines.sqlite "$OUT/" 2>/dev/null
+tail -15 "$OUT/$STEP-log.txt"
