@@ -56,3 +56,32 @@ def test_an_operation_waits_for_a_timing_and_the_wait_is_counted(tmp_path):
         torch.ones(3).add_(1)  # queues behind the timing's 0.3 s
     worker.join()
     assert gpulock.waited_s() - before > 0.2
+
+
+def test_every_task_builds_the_same_inputs_op_by_op_under_the_lock(tmp_path):
+    """The dispatch mode must not change or break any task's make_inputs (run here with every
+    CPU operation taking the lock, the path GPU operations take on a GPU)."""
+    from kbx.suite import load_suite
+
+    def flat(x):
+        if isinstance(x, torch.Tensor):
+            return [x]
+        if isinstance(x, tuple | list):
+            return [t for v in x for t in flat(v)]
+        if isinstance(x, dict):
+            return [t for v in x.values() for t in flat(v)]
+        return [x]
+
+    lock = str(tmp_path / "gpu0.lock")
+    for task in load_suite().values():
+        case = task.cases[0]
+        plain = task.make_inputs(case, "cpu")
+        with gpu_ops_locked(lock, "inputs made", device_type="cpu"):
+            locked = task.make_inputs(case, "cpu")
+        a, b = flat((plain.args, dict(plain.kwargs))), flat((locked.args, dict(locked.kwargs)))
+        assert len(a) == len(b), task.id
+        for x, y in zip(a, b, strict=True):
+            if isinstance(x, torch.Tensor):
+                assert torch.equal(x, y) or (x.is_floating_point() and x.isnan().any()), task.id
+            else:
+                assert repr(x) == repr(y), task.id
