@@ -3,6 +3,8 @@
 #   cold  one H200: benchmarks/harness_throughput.py --phase cold (every baseline measured,
 #         kernels compiled into runs/tp/tc)
 #   warm  the same machine, still warm: --phase warm --profile on cold's baselines and kernels
+#         (PRIME=1 adds an untimed run first, to measure and compile what a cut-off cold run
+#         left out)
 #   x2    two H200s (nvidia-h200-x2), with runs/tp/baselines.sqlite carried: --phase warm
 #         --prime --gpus 0,1 (the priming run compiles the kernels there; its figures are dropped)
 # Each step writes to $OUT (at most 8 files): its log, the figures JSON, each run's records (also
@@ -17,7 +19,8 @@ common=(--jobs "$JOBS" --work runs/tp/work --cache runs/tp --triton-cache "$PWD/
         --keep runs/tp/keep)
 case $STEP in
   cold) args=(--phase cold --out runs/tp/throughput-h200.json); runs=(cold) ;;
-  warm) args=(--phase warm --profile --out runs/tp/throughput-h200.json); runs=(warm1 warm2) ;;
+  warm) args=(--phase warm --profile --out runs/tp/throughput-h200.json); runs=(warm1 warm2)
+        [ "${PRIME:-0}" = 1 ] && args+=(--prime) ;;  # after a cold run cut off: fill the caches
   x2) args=(--phase warm --prime --gpus 0,1 --out runs/tp/throughput-h200x2.json)
       runs=(warm1 warm2) ;;
   *) echo "unknown step $STEP" >&2; exit 2 ;;
