@@ -31,7 +31,8 @@ def main() -> int:
         if args.device == "cuda":
             torch.cuda.synchronize()
         costs.append((time.monotonic() - started, task.id))
-        torch.cuda.empty_cache() if args.device == "cuda" else None
+        if args.device == "cuda":
+            torch.cuda.empty_cache()
     costs.sort(reverse=True)
     print(f"{len(costs)} tasks, {sum(c for c, _ in costs):.1f} s in all")
     for cost, task_id in costs:

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -25,10 +23,6 @@ from kbx.evaluate.gpuops import gpu_ops_locked
 from kbx.evaluate.runner import fresh_arguments, full_fp32
 from kbx.suite import find
 from kbx.task import Task
-
-# Per thread: seconds spent queueing for the exclusive lock before baseline timings (the parent's
-# job threads read and reset it, to report the wait apart from the measurement).
-WAITED = threading.local()
 
 
 def measure(task: Task, index: int, kind: str, lock: str | None) -> float | None:
@@ -49,9 +43,7 @@ def measure(task: Task, index: int, kind: str, lock: str | None) -> float | None
                 args, kwargs = fresh_arguments(inputs)
                 fn(*args, **kwargs)
                 torch.cuda.synchronize()
-            queued = time.monotonic()
             with exclusive(lock, f"{kind} {task.id}"):
-                WAITED.seconds = getattr(WAITED, "seconds", 0.0) + time.monotonic() - queued
                 timing, _, _ = time_case(task, case, inputs, fn, final=False)
     except Exception:
         if kind == "eager":

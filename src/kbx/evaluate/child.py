@@ -13,11 +13,11 @@ fool the launch counter and the timer; hardening them is tracked in docs/design/
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
 import traceback
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +55,8 @@ def main(job_path: str, msg_fd: int | None = None) -> int:
     if job["device"] == "cuda":  # the context first, unlocked: a second of driver work and
         torch.cuda.synchronize()  # no kernel (creating it runs nothing on the GPU)
 
-    def guard() -> contextlib.AbstractContextManager[Any]:
-        lock = job.get("lock")
-        return gpuops.gpu_ops_locked(lock, "inputs made") if lock else contextlib.nullcontext()
+    def guard() -> AbstractContextManager[Any]:
+        return gpuops.gpu_ops_locked(job.get("lock"), "inputs made")
 
     plan = runner.Plan.build(task, job["device"], job["device"] == "cuda", job["perf"], guard)
     counter = launches.install_launch_counter(job["device"] == "cpu", job.get("lock"))

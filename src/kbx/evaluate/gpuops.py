@@ -10,6 +10,7 @@ finished on the GPU when the hold ends; every other operation runs without the l
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import torch
@@ -19,10 +20,16 @@ from torch.utils._pytree import tree_leaves
 from kbx.evaluate.gpulock import shared
 
 
-class gpu_ops_locked(TorchDispatchMode):  # noqa: N801 - used like a function, as a context
-    """``with gpu_ops_locked(lock, what): ...`` (``device_type`` other than "cuda" for tests)."""
+def gpu_ops_locked(
+    lock: str | None, what: str, device_type: str = "cuda"
+) -> AbstractContextManager[Any]:
+    """``with gpu_ops_locked(lock, what): ...``: nothing to do without a lock (the CPU);
+    ``device_type`` other than "cuda" for tests."""
+    return LockedOps(lock, what, device_type) if lock else nullcontext()
 
-    def __init__(self, lock: str | None, what: str, device_type: str = "cuda") -> None:
+
+class LockedOps(TorchDispatchMode):
+    def __init__(self, lock: str, what: str, device_type: str) -> None:
         super().__init__()
         self.lock, self.what, self.device_type = lock, what, device_type
 
@@ -34,7 +41,7 @@ class gpu_ops_locked(TorchDispatchMode):  # noqa: N801 - used like a function, a
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         kwargs = kwargs or {}
-        if self.lock is None or not self.touches(args, kwargs):
+        if not self.touches(args, kwargs):
             return func(*args, **kwargs)
         with shared(self.lock, self.what):
             out = func(*args, **kwargs)

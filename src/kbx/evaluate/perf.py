@@ -134,8 +134,7 @@ def baseline_ms(
 
 
 PREFETCH_WORKERS = 8  # baseline measurements started ahead of their candidates' results
-_prefetcher: list[ThreadPoolExecutor] = []
-_prefetch_lock = threading.Lock()
+_prefetcher = ThreadPoolExecutor(PREFETCH_WORKERS, thread_name_prefix="kbx-baselines")
 
 
 def prefetch(
@@ -150,18 +149,13 @@ def prefetch(
     of following it (on the H200 a cold run's jobs spent a median 23.9 s a task on baselines
     after their candidates).  ``speedups`` later finds them in memory, or waits for them under
     the task's lock; a failure here is left for that later call to raise."""
-    with _prefetch_lock:
-        if not _prefetcher:
-            _prefetcher.append(
-                ThreadPoolExecutor(PREFETCH_WORKERS, thread_name_prefix="kbx-baselines")
-            )
 
     def run() -> None:
         where = torch.cuda.device(gpu) if gpu is not None else contextlib.nullcontext()
         with where, contextlib.suppress(Exception):
             baseline_ms(task, kinds, lock_path, cache, gpu)
 
-    return _prefetcher[0].submit(run)
+    return _prefetcher.submit(run)
 
 
 def cache_get(cache: BaselineCache | None, key: str) -> tuple[bool, float | None]:

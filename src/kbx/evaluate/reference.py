@@ -6,7 +6,6 @@ device and cached for the life of the run.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from typing import Any
 
@@ -38,7 +37,7 @@ def expected(
     case: Case = (task.cases if kind in ("cases", "refill") else task.bench)[index]
     if kind in ("refill", "timed_refill"):
         case = refill_case(case)
-    with gpu_ops_locked(lock, "check inputs") if lock else contextlib.nullcontext():
+    with gpu_ops_locked(lock, "check inputs"):
         inputs = task.make_inputs(case, device)
     if kind not in ("cases", "refill"):  # bench and timed outputs of one case share its inputs
         with shared(lock, "check"):

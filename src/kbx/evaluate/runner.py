@@ -71,10 +71,8 @@ class Plan:
 
         cases = [(c, make(c)) for c in task.cases]
         large = [(c, make(c)) for c in task.bench] if bench else []
-        refills = [refill_inputs(task, c, inputs, device, make) for c, inputs in cases]
-        bench_refills = [
-            refill_inputs(task, c, inputs, device, make) if timed else None for c, inputs in large
-        ]
+        refills = [refill_inputs(c, inputs, make) for c, inputs in cases]
+        bench_refills = [refill_inputs(c, inputs, make) if timed else None for c, inputs in large]
         return cls(device, cases, large, refills, bench_refills, timed)
 
 
@@ -82,16 +80,10 @@ def refill_case(case: Case) -> Case:
     return dataclasses.replace(case, seed=case.seed + REFILL_SEED)
 
 
-def refill_inputs(
-    task: Task,
-    case: Case,
-    inputs: Inputs,
-    device: str,
-    make: Callable[[Case], Inputs] | None = None,
-) -> Inputs | None:
-    """The case drawn from another seed, if it fits the same buffers (same tensor shapes and
-    dtypes, same other arguments); None otherwise."""
-    other = (make or (lambda c: task.make_inputs(c, device)))(refill_case(case))
+def refill_inputs(case: Case, inputs: Inputs, make: Callable[[Case], Inputs]) -> Inputs | None:
+    """The case drawn from another seed (by ``make``), if it fits the same buffers (same tensor
+    shapes and dtypes, same other arguments); None otherwise."""
+    other = make(refill_case(case))
     return other if same_layout(inputs, other) else None
 
 
@@ -219,7 +211,7 @@ def copy_out(x: Any, what: str) -> Any:
     if not (isinstance(x, torch.Tensor) and x.is_cuda):
         return to_cpu(x)
     t = x.detach().as_subclass(torch.Tensor)
-    if t.nbytes <= COPY_CHUNK_BYTES or not t.is_contiguous() or t.dim() == 0:
+    if t.nbytes <= COPY_CHUNK_BYTES or not t.is_contiguous():
         with shared(GPU_LOCK, what):
             return t.cpu()
     host = torch.empty(t.shape, dtype=t.dtype)
