@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import shutil
 import statistics
 import subprocess
@@ -142,6 +143,13 @@ def main() -> int:
         help="warm phase: one run first whose figures are dropped, to fill the --triton-cache "
         "on a machine that has the baselines but not the kernels",
     )
+    p.add_argument(
+        "--warm-runs",
+        type=int,
+        choices=(1, 2),
+        default=2,
+        help="1: one warm run only (its wall time; no repeatability or profiler figures)",
+    )
     args = p.parse_args()
     merge_cold = args.phase == "warm" and args.out.exists()
     figures: dict[str, Any] = json.loads(args.out.read_text()) if merge_cold else {}
@@ -153,7 +161,7 @@ def main() -> int:
             cold = one_run(base / "cold", cache, args)
             keep(cold, args.keep, "cold")
             figures.update(cold_s=round(cold["wall_s"], 1), stages_cold_s=cold["stage_s"])
-            figures["passed_cold"] = sum(r["verdict"] == "passed" for r in cold["records"])
+            figures["passed_cold"] = passed(cold)
             write(args, figures)
         if args.phase in ("all", "warm"):
             if args.prime:
@@ -163,15 +171,27 @@ def main() -> int:
             keep(warm, args.keep, "warm1")
             figures.update(warm_s=round(warm["wall_s"], 1), stages_warm_s=warm["stage_s"])
             write(args, figures)  # a second run cut off by a time limit leaves the first's figures
+            if args.warm_runs < 2:
+                figures.update(passed_warm=passed(warm), candidates=len(warm["records"]))
+                return finish(args, figures)
             again = one_run(base / "warm2", cache, args, profile=args.profile)
             keep(again, args.keep, "warm2")
             figures.update(
                 warm2_s=round(again["wall_s"], 1),
                 repeatability=repeatability(warm["records"], again["records"]),
                 profiler_agreement=profiler_agreement(again["records"]) if args.profile else None,
-                passed_warm=sum(r["verdict"] == "passed" for r in warm["records"]),
+                passed_warm=passed(warm),
                 candidates=len(warm["records"]),
             )
+    return finish(args, figures)
+
+
+def passed(run: dict) -> int:
+    return sum(r["verdict"] == "passed" for r in run["records"])
+
+
+def finish(args: argparse.Namespace, figures: dict[str, Any]) -> int:
+    """Add what the figures depend on, write them, print them."""
     fp = fingerprint("cuda")
     figures.setdefault("cold_s", None)  # a warm-only file (the two-GPU one) says it has none
     figures.update(
@@ -182,6 +202,7 @@ def main() -> int:
         triton=fp["triton"],
         date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         jobs_per_gpu=args.jobs,
+        cores=len(os.sched_getaffinity(0)),  # the CPUs this run could use (taskset)
         shared_triton_cache=args.triton_cache is not None,
         git=subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
@@ -195,6 +216,7 @@ def main() -> int:
         + (" --no-compile-baseline" if args.no_compile_baseline else "")
         + (f" --triton-cache {args.triton_cache}" if args.triton_cache else "")
         + (" --prime" if args.prime else "")
+        + (f" --warm-runs {args.warm_runs}" if args.warm_runs != 2 else "")
     )
     write(args, figures)
     print(json.dumps({k: v for k, v in figures.items() if not k.startswith("stages")}, indent=1))

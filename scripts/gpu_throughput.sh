@@ -5,28 +5,35 @@
 #   warm  the same machine, still warm: --phase warm --profile on cold's baselines and kernels
 #         (PRIME=1 adds an untimed run first, to measure and compile what a cut-off cold run
 #         left out)
-#   x2    two H200s (nvidia-h200-x2), with runs/tp/baselines.sqlite carried: --phase warm
-#         --prime --gpus 0,1 (the priming run compiles the kernels there; its figures are dropped)
+#   x2    two H200s: --phase warm --gpus 0,1 (WARM_RUNS=1: one run, its wall time only).  On a
+#         fresh nvidia-h200-x2 machine carry runs/tp/baselines.sqlite and set PRIME=1 (a priming
+#         run compiles the kernels there; its figures are dropped); on the machine that ran cold
+#         and warm (GPUS=0 CPUS=0-15 there), the caches are in place.
+# GPUS (default 0) picks the GPU of cold and warm; CPUS (e.g. 0-15) pins the run to those cores
+# with taskset, so that one GPU of a two-GPU host runs with the cores of a one-GPU machine.
 # Each step writes to $OUT (at most 8 files): its log, the figures JSON, each run's records (also
 # of a run cut off by LIMIT, read from its store) and the GPU lock's report for the first run.
 set -uo pipefail
 STEP=${1:?usage: gpu_throughput.sh cold|warm|x2}
-OUT=${OUT:-gpu-out}; LIMIT=${LIMIT:-570}; JOBS=${JOBS:-16}
+OUT=${OUT:-gpu-out}; LIMIT=${LIMIT:-570}; JOBS=${JOBS:-16}; GPUS=${GPUS:-0}
 mkdir -p "$OUT" runs/tp
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
 bash scripts/gpu_env.sh > "$OUT/env-$STEP.txt" 2>&1
 common=(--jobs "$JOBS" --work runs/tp/work --cache runs/tp --triton-cache "$PWD/runs/tp/tc"
         --keep runs/tp/keep)
 case $STEP in
-  cold) args=(--phase cold --out runs/tp/throughput-h200.json); runs=(cold) ;;
-  warm) args=(--phase warm --profile --out runs/tp/throughput-h200.json); runs=(warm1 warm2)
-        [ "${PRIME:-0}" = 1 ] && args+=(--prime) ;;  # after a cold run cut off: fill the caches
-  x2) args=(--phase warm --prime --gpus 0,1 --out runs/tp/throughput-h200x2.json)
-      runs=(warm1 warm2) ;;
+  cold) args=(--phase cold --gpus "$GPUS" --out runs/tp/throughput-h200.json); runs=(cold) ;;
+  warm) args=(--phase warm --gpus "$GPUS" --profile --out runs/tp/throughput-h200.json)
+        runs=(warm1 warm2) ;;
+  x2) args=(--phase warm --gpus 0,1 --warm-runs "${WARM_RUNS:-2}"
+            --out runs/tp/throughput-h200x2.json); runs=(warm1)
+      [ "${WARM_RUNS:-2}" = 2 ] && runs+=(warm2) ;;
   *) echo "unknown step $STEP" >&2; exit 2 ;;
 esac
+[ "${PRIME:-0}" = 1 ] && args+=(--prime)  # a machine without the kernels: compile them first
+pin=(); [ -n "${CPUS:-}" ] && pin=(taskset -c "$CPUS")
 start=$(date +%s)
-timeout "$LIMIT" python3 benchmarks/harness_throughput.py "${common[@]}" "${args[@]}" \
+timeout "$LIMIT" "${pin[@]}" python3 benchmarks/harness_throughput.py "${common[@]}" "${args[@]}" \
   > "$OUT/$STEP-log.txt" 2>&1
 echo "exit $? after $(( $(date +%s) - start )) s" >> "$OUT/$STEP-log.txt"
 for run in "${runs[@]}"; do  # records, also of a run the time limit stopped

@@ -1,9 +1,11 @@
 """How long each task's inputs take to build, as a candidate's child builds them (one thread).
 
-Usage: python scripts/input_cost.py DEVICE [TASK_GLOB] [--min-s S]
+Usage: python scripts/input_cost.py DEVICE [TASK_GLOB] [--min-s S] [--lock PATH]
 Prints one line per task whose cases, benchmark cases and refills together take at least S
-seconds (default 0.5), slowest first.  Inputs are built under the shared GPU lock in a run, so a
-slow task holds up every timing on its GPU (docs/design/timing.md, Throughput).
+seconds (default 0.5), slowest first.  With ``--lock`` (CUDA) each task is also built as a run's
+child builds it, every GPU operation under its own shared hold of that lock
+(``gpuops.gpu_ops_locked``), and both times are printed: start several copies on one lock file to
+see what the holds cost under contention.  The first line gives the CUDA context's cost.
 """
 
 import argparse
@@ -11,8 +13,18 @@ import time
 
 import torch
 
+from kbx.evaluate.gpuops import gpu_ops_locked
 from kbx.evaluate.runner import Plan
 from kbx.suite import select
+
+
+def build_s(task, device: str, lock: str | None) -> float:
+    started = time.monotonic()
+    Plan.build(task, device, True, timed=True, guard=lambda: gpu_ops_locked(lock, "inputs made"))
+    if device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+    return time.monotonic() - started
 
 
 def main() -> int:
@@ -20,24 +32,25 @@ def main() -> int:
     p.add_argument("device")
     p.add_argument("pattern", nargs="?", default=None)
     p.add_argument("--min-s", type=float, default=0.5)
+    p.add_argument("--lock", default=None, help="also build under this GPU lock, op by op")
     args = p.parse_args()
     torch.set_num_threads(1)
     if args.device == "cuda":
-        torch.zeros(1, device="cuda")  # the context, not counted
+        started = time.monotonic()
+        torch.cuda.synchronize()  # the context, as the child makes it
+        print(f"CUDA context: {time.monotonic() - started:.2f} s")
     costs = []
     for task in select(args.pattern):
-        started = time.monotonic()
-        Plan.build(task, args.device, True, timed=True)  # benchmark cases too, even on the CPU
-        if args.device == "cuda":
-            torch.cuda.synchronize()
-        costs.append((time.monotonic() - started, task.id))
-        if args.device == "cuda":
-            torch.cuda.empty_cache()
+        plain = build_s(task, args.device, None)
+        locked = build_s(task, args.device, args.lock) if args.lock else 0.0
+        costs.append((plain, locked, task.id))
     costs.sort(reverse=True)
-    print(f"{len(costs)} tasks, {sum(c for c, _ in costs):.1f} s in all")
-    for cost, task_id in costs:
-        if cost >= args.min_s:
-            print(f"{cost:8.2f} s  {task_id}")
+    print(f"{len(costs)} tasks, {sum(c[0] for c in costs):.1f} s in all", end="")
+    print(f", {sum(c[1] for c in costs):.1f} s under the lock" if args.lock else "")
+    for plain, locked, task_id in costs:
+        if max(plain, locked) >= args.min_s:
+            under = f" {locked:8.2f} s locked" if args.lock else ""
+            print(f"{plain:8.2f} s{under}  {task_id}")
     return 0
 
 

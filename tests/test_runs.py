@@ -38,3 +38,17 @@ def test_child_environment_is_scrubbed(monkeypatch, tmp_path: Path):
     env = child_env(tmp_path, SandboxConfig(device="cpu", perf=False))
     assert "OPENAI_API_KEY" not in env
     assert env["HOME"] == str(tmp_path) and env["TMPDIR"] == str(tmp_path)
+
+
+def test_tasks_that_took_longest_last_time_start_first(tmp_path: Path):
+    from kbx.evaluate.perf import BaselineCache
+
+    cache = BaselineCache(tmp_path / "baselines.sqlite")
+    cache.put_duration("Math/add", 2.0)
+    cache.put_duration("LinearAlgebra/det", 30.0)
+    cache.put_duration("Math/add", 1.0)  # the last run's time replaces the earlier one
+    cands = [Candidate(f"s/{t}", t, "x") for t in ("Math/add", "LinearAlgebra/det", "Loss/new")]
+    ordered = [c.task_id for c in runs.longest_first(cands, cache)]
+    assert ordered == ["Loss/new", "LinearAlgebra/det", "Math/add"]  # never timed here: first
+    assert cache.durations() == {"Math/add": 1.0, "LinearAlgebra/det": 30.0}
+    assert runs.longest_first(cands, None) == cands  # no cache: source order

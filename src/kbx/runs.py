@@ -6,6 +6,7 @@ multi-GPU or Ray backend later): it takes candidates and yields results as they 
 
 from __future__ import annotations
 
+import math
 import queue
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kbx.candidate import Candidate, read_source
+from kbx.evaluate import perf
 from kbx.evaluate.pipeline import EvalConfig, evaluate
 from kbx.result import Result
 from kbx.store import Store, export
@@ -80,6 +82,16 @@ def keep(candidate: Candidate, pattern: str | None) -> bool:
     return any(t.id == candidate.task_id for t in select(pattern))
 
 
+def longest_first(todo: list[Candidate], cache: perf.BaselineCache | None) -> list[Candidate]:
+    """Candidates whose task took longest last time on this machine first, those of tasks never
+    timed here before them (in source order): a linear-algebra task can take 30 s of a job,
+    which at the end of a run would leave the other jobs idle."""
+    if cache is None:
+        return todo
+    known = cache.durations()
+    return sorted(todo, key=lambda c: -known.get(c.task_id, math.inf))
+
+
 def run_eval(
     source: Path,
     out_dir: Path,
@@ -98,8 +110,11 @@ def run_eval(
         plan = plan_run(source, store, pattern)
         if on_start:
             on_start(plan)
-        for cand, result in Scheduler(cfg, jobs, gpus).run(plan.todo):
+        cache = perf.open_cache(cfg.baseline_cache) if cfg.timed else None
+        for cand, result in Scheduler(cfg, jobs, gpus).run(longest_first(plan.todo, cache)):
             store.put(cand.key, dict(result.record(), key=cand.key))
+            if cache and result.task_id:
+                cache.put_duration(result.task_id, result.duration_s)
             if on_result:
                 on_result(result)
         return export(store, out_dir, plan.suite_size, {c.key for c in plan.candidates})

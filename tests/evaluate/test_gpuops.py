@@ -1,10 +1,11 @@
-"""gpu_ops_locked: only operations on the locked device type take the lock, one hold each.
+"""gpu_ops_locked: operations on the locked device type take the lock, a run of them one hold.
 
 Run on the CPU by locking the "cpu" device type instead of "cuda"."""
 
 import json
 from pathlib import Path
 
+import pytest
 import torch
 
 from kbx.evaluate import gpulock
@@ -16,7 +17,7 @@ def holds(lock: Path) -> list[dict]:
     return [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
 
 
-def test_each_operation_on_the_locked_device_takes_its_own_hold(tmp_path, monkeypatch):
+def test_operations_in_a_row_on_the_locked_device_share_one_hold(tmp_path, monkeypatch):
     monkeypatch.setattr(gpulock, "LOG_MIN_S", 0.0)  # log every hold
     lock = tmp_path / "gpu0.lock"
     with gpu_ops_locked(str(lock), "inputs made", device_type="cpu"):
@@ -24,8 +25,48 @@ def test_each_operation_on_the_locked_device_takes_its_own_hold(tmp_path, monkey
         y = (x * x).sum()  # two more operations on it
     assert y.item() > 0
     got = holds(lock)
-    assert len(got) == 3 and {h["what"] for h in got} == {"inputs made"}
-    assert {h["mode"] for h in got} == {"sh"}
+    assert len(got) == 1 and got[0]["what"] == "inputs made" and got[0]["mode"] == "sh"
+    assert not gpulock.holding()  # let go when the block ends
+
+
+def test_heavy_cpu_work_runs_between_holds_and_light_work_inside_one(tmp_path, monkeypatch):
+    """The "meta" device stands for the GPU: its operations take the lock, the CPU's do not."""
+    monkeypatch.setattr(gpulock, "LOG_MIN_S", 0.0)
+    lock = tmp_path / "gpu0.lock"
+    seen = []
+    with gpu_ops_locked(str(lock), "inputs made", device_type="meta"):
+        torch.randn(4, device="meta")
+        torch.ones(3).add_(1)  # light CPU work: the hold stays
+        seen.append(gpulock.holding())
+        big = torch.zeros(1 << 14)  # heavy (by the size asked for): the hold goes first
+        seen.append(gpulock.holding())
+        big.add_(1)
+        torch.randn(4, device="meta").mul_(2)  # a second hold
+        seen.append(gpulock.holding())
+    assert seen == [True, False, True]
+    assert len(holds(lock)) == 2 and not gpulock.holding()
+
+
+def test_a_hold_is_let_go_at_cpu_work_once_it_is_old(tmp_path, monkeypatch):
+    from kbx.evaluate import gpuops
+
+    monkeypatch.setattr(gpuops, "HOLD_S", 0.0)  # every hold is old at once
+    lock = tmp_path / "gpu0.lock"
+    with gpu_ops_locked(str(lock), "inputs made", device_type="meta"):
+        torch.randn(4, device="meta")
+        torch.ones(3).add_(1)  # light, but the hold is old: let go before it
+        assert not gpulock.holding()
+
+
+def test_a_failing_operation_lets_the_hold_go(tmp_path):
+    lock = tmp_path / "gpu0.lock"
+    with (
+        pytest.raises(RuntimeError),
+        gpu_ops_locked(str(lock), "inputs made", device_type="meta"),
+    ):
+        torch.randn(4, device="meta")
+        torch.randn(4, device="meta") @ torch.randn(5, device="meta")
+    assert not gpulock.holding()
 
 
 def test_operations_elsewhere_run_without_the_lock(tmp_path, monkeypatch):

@@ -2,9 +2,11 @@
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
+from kbx.evaluate.pipeline import EvalConfig
 from kbx.suite import load_suite
 from tests.conftest import BAD, REFERENCE
 
@@ -59,3 +61,11 @@ def test_jsonl_and_folder_give_the_same_verdicts(run_source, tmp_path):
     from_folders = [(r["task_id"], r["verdict"]) for f in folders for r in run_source(f)]
     assert sorted(from_jsonl) == sorted(from_folders)
     assert len(from_jsonl) == len(files)
+
+
+def test_the_child_gets_absolute_paths_for_a_relative_run_folder(tmp_path, monkeypatch):
+    # the child runs in its own folder: a relative lock path there names another lock
+    monkeypatch.chdir(tmp_path)
+    sandbox = EvalConfig(device="cuda", run_dir=Path("runs/x"), triton_cache=Path("tc")).sandbox()
+    assert sandbox.lock_path == tmp_path / "runs/x/gpu0.lock"
+    assert sandbox.cache_dir == tmp_path / "tc"

@@ -86,7 +86,7 @@ def stand_in_clock(monkeypatch, passes):
     prepared as the real timing prepares it; it reports 1 ms."""
     from kbx.evaluate import benchtime, runner, timing
 
-    def cpu_time_calls(calls, prepare=None, budget_ms=0.0):
+    def cpu_time_calls(calls, prepare=None, budget_ms=0.0, warm_hold=None, turn=None):
         for i in range(passes):
             prepare(i % len(calls))
             calls[i % len(calls)]()
@@ -107,6 +107,42 @@ def stand_in_clock(monkeypatch, passes):
             (runner.clone(inputs.args), runner.clone(dict(inputs.kwargs))) for _ in range(2)
         ],
     )
+
+
+def test_baseline_warm_up_and_timed_calls_take_their_own_holds(monkeypatch):
+    """A baseline warms up under one hold (shared) and is timed under another (exclusive): the
+    clock never runs in the warm-up's hold, nor a warm-up call in the turn."""
+    import contextlib
+
+    import torch
+
+    from kbx.evaluate import timing
+
+    held: list[str] = []
+    seen: list[tuple[str, str]] = []
+
+    @contextlib.contextmanager
+    def hold(name):
+        held.append(name)
+        yield
+        held.pop()
+
+    def clock(call):
+        seen.append(("timed", held[-1] if held else ""))
+        call()
+        return 1.0
+
+    monkeypatch.setattr(timing, "cuda_clock", lambda: clock)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    calls = [lambda: seen.append(("call", held[-1] if held else ""))]
+    got = timing.time_calls(calls, warm_hold=lambda: hold("shared"), turn=lambda: hold("exclusive"))
+    assert got.median_ms == 1.0 and got.reps == 10
+    assert [h for what, h in seen if what == "timed"] == ["exclusive"] * 10
+    calls = [h for what, h in seen if what == "call"]
+    first_timed = calls.index("exclusive")
+    assert first_timed >= 1 and set(calls[:first_timed]) == {"shared"}  # the warm-up
+    assert calls[first_timed:] == ["exclusive"] * 10
+    assert held == []
 
 
 def test_timed_calls_see_alternating_contents_so_address_caches_go_stale(monkeypatch):

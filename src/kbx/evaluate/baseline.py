@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from kbx.evaluate.benchtime import time_case
-from kbx.evaluate.gpulock import exclusive
+from kbx.evaluate.gpulock import exclusive, shared
 from kbx.evaluate.gpuops import gpu_ops_locked
 from kbx.evaluate.runner import fresh_arguments, full_fp32
 from kbx.suite import find
@@ -29,8 +29,9 @@ def measure(task: Task, index: int, kind: str, lock: str | None) -> float | None
     """Median ms of one baseline on one benchmark case, with the candidates' timing engine.
 
     torch.compile compiles on a first call without the lock (seconds of CPU; its single run of
-    the compiled graph is a negligible disturbance to a concurrent timing), then is timed under
-    the exclusive lock like eager.  A reference that torch.compile cannot handle gives None."""
+    the compiled graph is a negligible disturbance to a concurrent timing).  Both kinds warm up
+    under the shared lock, alongside other GPU work, and take the exclusive lock only for their
+    timed calls.  A reference that torch.compile cannot handle gives None."""
     case = task.bench[index]
     with gpu_ops_locked(lock, "baseline inputs"):  # GPU work: not during another's timing
         inputs = task.make_inputs(case, "cuda")
@@ -43,8 +44,15 @@ def measure(task: Task, index: int, kind: str, lock: str | None) -> float | None
                 args, kwargs = fresh_arguments(inputs)
                 fn(*args, **kwargs)
                 torch.cuda.synchronize()
-            with exclusive(lock, f"{kind} {task.id}"):
-                timing, _, _ = time_case(task, case, inputs, fn, final=False)
+            timing, _, _ = time_case(
+                task,
+                case,
+                inputs,
+                fn,
+                final=False,
+                warm_hold=lambda: shared(lock, f"{kind} warm-up"),
+                turn=lambda: exclusive(lock, f"{kind} {task.id}"),
+            )
     except Exception:
         if kind == "eager":
             raise

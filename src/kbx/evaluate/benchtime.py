@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from kbx.evaluate import timing as clock
 from kbx.evaluate.gpulock import exclusive
 from kbx.evaluate.runner import (
     CANDIDATE_PATH,
@@ -114,8 +116,6 @@ def scale_floats(tensors: list[Any], factor: float) -> None:
 def fresh_ms(inputs: Inputs, entry: Callable[..., Any], seed: int) -> float:
     """Fastest of FRESH_CALLS timed calls on a spare buffer set whose contents nobody has seen:
     the case's inputs with every floating-point tensor scaled by 1 - k * FRESH_STEP."""
-    from kbx.evaluate import timing as clock
-
     args, kwargs = fresh_arguments(inputs)
     spare, source = (args, list(kwargs.values())), (inputs.args, list(inputs.kwargs.values()))
 
@@ -138,6 +138,8 @@ def time_case(
     alt: Inputs | None = None,
     probe: bool = False,
     final: bool = True,
+    warm_hold: clock.Hold = nullcontext,
+    turn: clock.Hold = nullcontext,
 ) -> tuple[Any, Any, int]:
     """Timing of one benchmark case over rotating input sets, then the output of one more call
     made like the timed ones, and which contents that call saw (0: the case's inputs, 1:
@@ -150,8 +152,9 @@ def time_case(
     With ``probe``, FRESH_CALLS more calls on one more buffer set get contents never seen before
     (the case's, scaled) and ``PROBE["fresh_ms"]`` is the fastest: a result cached by contents
     is reused in the timed calls, which repeat contents, but not there (see perf.reused).
-    Without ``final`` (baselines) there is no final call and the output is None."""
-    from kbx.evaluate import timing as clock
+    Without ``final`` (baselines) there is no final call and the output is None.
+    ``warm_hold`` and ``turn``: the GPU-lock holds of the warm-up and of the timed calls
+    (``timing.time_calls``)."""
 
     began = time.monotonic()
     sets = input_sets(inputs)
@@ -182,7 +185,7 @@ def time_case(
 
     calls = [make(j) for j in range(len(sets))]
     marks = {"sets": time.monotonic()}
-    timing = clock.time_calls(calls, prepare)
+    timing = clock.time_calls(calls, prepare, warm_hold=warm_hold, turn=turn)
     marks["timing"] = time.monotonic()
     if PROFILE["on"]:
         PROFILE["ms"] = profiler_ms(calls, prepare)

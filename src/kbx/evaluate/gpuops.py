@@ -1,15 +1,23 @@
-"""GPU work under the shared GPU lock one torch operation at a time, CPU work unlocked.
+"""GPU work under the shared GPU lock, heavy CPU work outside it.
 
 A task's ``make_inputs`` mixes CPU work (float64 draws and factorisations: seconds on one thread)
 with GPU work (draws of benchmark sizes, copies to the device).  Held around the whole call, the
 lock made every timing on that GPU wait for the CPU work too: up to 41 s for one task on the H200
-(docs/design/timing.md, Throughput).  Inside ``gpu_ops_locked``, each aten operation that touches
-a tensor of the locked device type, or creates one there, runs under its own shared hold and has
-finished on the GPU when the hold ends; every other operation runs without the lock.
+(docs/design/timing.md, Throughput).  Inside ``gpu_ops_locked``, the first aten operation that
+touches the locked device type (or creates a tensor there) takes a shared hold, which stays
+through the operations that follow until a CPU operation comes that is heavy (on ``HEAVY_NUMEL``
+elements or more) or comes ``HOLD_S`` or more after the hold began (a loop of small CPU work):
+the GPU work is finished and the hold let go before that operation runs.
+
+One hold and one synchronization per run of GPU operations, not per operation: on the H200 a
+hold and a sync for each of a task's few hundred operations made its inputs 5 s slower with 16
+children building at once (2026-11-30), since each sync waited for the GPU's time slices to come
+round.
 """
 
 from __future__ import annotations
 
+import time
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
@@ -18,6 +26,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from kbx.evaluate.gpulock import shared
+
+HEAVY_NUMEL = 1 << 14  # CPU operations on this many elements or more run without the hold
+HOLD_S = 0.05  # ... and any CPU operation once a hold is this old
 
 
 def gpu_ops_locked(
@@ -32,6 +43,8 @@ class LockedOps(TorchDispatchMode):
     def __init__(self, lock: str, what: str, device_type: str) -> None:
         super().__init__()
         self.lock, self.what, self.device_type = lock, what, device_type
+        self.hold: shared | None = None
+        self.since = 0.0  # when the hold was taken
 
     def __torch_dispatch__(
         self,
@@ -41,13 +54,33 @@ class LockedOps(TorchDispatchMode):
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         kwargs = kwargs or {}
-        if not self.touches(args, kwargs):
-            return func(*args, **kwargs)
-        with shared(self.lock, self.what):
-            out = func(*args, **kwargs)
+        if self.touches(args, kwargs):
+            if self.hold is None:
+                self.hold = shared(self.lock, self.what)
+                self.hold.__enter__()
+                self.since = time.monotonic()
+        elif self.hold is not None and (
+            heavy(args, kwargs) or time.monotonic() - self.since >= HOLD_S
+        ):
+            self.release()
+        return func(*args, **kwargs)
+
+    def release(self) -> None:
+        """Finish the GPU work done under the hold, then let the hold go."""
+        hold, self.hold = self.hold, None
+        if hold is None:
+            return
+        try:
             if self.device_type == "cuda":
                 torch.cuda.synchronize()
-        return out
+        finally:
+            hold.__exit__(None, None, None)
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self.release()
+        finally:
+            super().__exit__(*exc)
 
     def touches(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         for x in tree_leaves((args, kwargs)):
@@ -56,3 +89,19 @@ class LockedOps(TorchDispatchMode):
             if isinstance(x, torch.device) and x.type == self.device_type:
                 return True
         return False
+
+
+def heavy(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether an operation works on HEAVY_NUMEL elements or more: its tensors', or for a
+    factory (``randn``, ``zeros``...) the size it is given."""
+    numel = 0
+    for x in tree_leaves((args, kwargs)):
+        if isinstance(x, torch.Tensor):
+            numel += x.numel()
+    for x in (*args, *kwargs.values()):
+        if isinstance(x, list | tuple) and x and all(isinstance(d, int) for d in x):
+            size = 1
+            for d in x:
+                size *= d
+            numel = max(numel, size)
+    return numel >= HEAVY_NUMEL

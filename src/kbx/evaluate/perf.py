@@ -43,7 +43,8 @@ BASELINE_TIMEOUT_S = 900.0  # a task's baselines, torch.compile of every case in
 
 
 class BaselineCache:
-    """Baseline medians (ms) in SQLite; a failed torch.compile is cached as None."""
+    """Baseline medians (ms) in SQLite; a failed torch.compile is cached as None.  Also each
+    task's last job time on this machine (``durations``), for the scheduler's order."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -51,6 +52,7 @@ class BaselineCache:
         self.lock = threading.Lock()
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("CREATE TABLE IF NOT EXISTS baselines (key TEXT PRIMARY KEY, ms REAL)")
+        self.db.execute("CREATE TABLE IF NOT EXISTS durations (task TEXT PRIMARY KEY, s REAL)")
 
     def get(self, key: str) -> tuple[bool, float | None]:
         with self.lock:  # one connection, used by every job thread
@@ -60,6 +62,17 @@ class BaselineCache:
     def put(self, key: str, ms: float | None) -> None:
         with self.lock:
             self.db.execute("INSERT OR REPLACE INTO baselines VALUES (?, ?)", (key, ms))
+
+    def durations(self) -> dict[str, float]:
+        """Each task's job time (s) in the last run that evaluated it on this machine: the
+        scheduler starts the longest first, so that none is left to run alone at the end."""
+        with self.lock:
+            rows = self.db.execute("SELECT task, s FROM durations").fetchall()
+        return {task: s for task, s in rows}
+
+    def put_duration(self, task_id: str, seconds: float) -> None:
+        with self.lock:
+            self.db.execute("INSERT OR REPLACE INTO durations VALUES (?, ?)", (task_id, seconds))
 
 
 @cache

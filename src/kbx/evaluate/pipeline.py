@@ -47,16 +47,20 @@ class EvalConfig:
         return ("eager", "compile") if self.compile_baseline else ("eager",)
 
     def sandbox(self) -> SandboxConfig:
+        """The child's settings.  Paths are made absolute: the child runs in its own folder, so
+        a relative run folder (``--work runs/x``) would name another lock there."""
+        run_dir = self.run_dir.resolve() if self.run_dir else None
         return SandboxConfig(
             device=self.device,
             perf=self.timed,
             limits=self.limits,
             threads=self.threads,
             require_triton=self.require_triton,
-            cache_dir=self.triton_cache
-            or (self.run_dir / "triton-cache" if self.run_dir else None),
-            lock_path=self.run_dir / f"gpu{self.gpu or 0}.lock"
-            if self.run_dir and self.device == "cuda"
+            cache_dir=self.triton_cache.resolve()
+            if self.triton_cache
+            else (run_dir / "triton-cache" if run_dir else None),
+            lock_path=run_dir / f"gpu{self.gpu or 0}.lock"
+            if run_dir and self.device == "cuda"
             else None,
             gpu=self.gpu,
             profile=self.profile,

@@ -14,6 +14,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -194,14 +195,24 @@ def new_cuda_clock() -> Clock:
     return one
 
 
+Hold = Callable[[], AbstractContextManager[Any]]  # a GPU-lock hold (gpulock.shared, .exclusive)
+
+
 def time_calls(
     calls: Sequence[Callable[[], Any]],
     prepare: Prepare | None = None,
     budget_ms: float = CASE_BUDGET_MS,
+    warm_hold: Hold = nullcontext,
+    turn: Hold = nullcontext,
 ) -> Timing:
-    """Median time on the current CUDA device of calls rotating over input sets."""
-    warm = warm_up(calls, prepare)
-    return measure(calls[: warm.sets], cuda_clock(), prepare, budget_ms, min_reps=warm.min_reps)
+    """Median time on the current CUDA device of calls rotating over input sets: the warm-up
+    inside ``warm_hold()``, the timed calls inside ``turn()`` (a baseline warms up under the
+    shared lock and takes the exclusive one for its timed calls only; a candidate's child holds
+    the exclusive lock around all of its cases and passes neither)."""
+    with warm_hold():
+        warm = warm_up(calls, prepare)
+    with turn():
+        return measure(calls[: warm.sets], cuda_clock(), prepare, budget_ms, min_reps=warm.min_reps)
 
 
 def time_fixed(call: Callable[[], Any], prepare: Prepare, reps: int) -> float:
