@@ -17,6 +17,7 @@ of the profiler's kernel time.  --work keeps the runs' stores (records survive a
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -107,7 +108,7 @@ def main() -> int:
     p.add_argument("--jobs", type=int, default=12, help="jobs per GPU")
     p.add_argument("--tasks", default=None, help="task globs (default: the whole suite)")
     p.add_argument("--profile", action="store_true", help="profiler cross-check in warm run 2")
-    p.add_argument("--out", type=Path, required=True, help="JSON file for the figures")
+    p.add_argument("--out", type=Path, help="JSON file for the figures (required to run)")
     p.add_argument(
         "--phase",
         choices=("all", "cold", "warm"),
@@ -150,7 +151,13 @@ def main() -> int:
         default=2,
         help="1: one warm run only (its wall time; no repeatability or profiler figures)",
     )
+    p.add_argument("--source-hash", action="store_true", help="print source_hash and exit")
     args = p.parse_args()
+    if args.source_hash:
+        print(source_hash())
+        return 0
+    if args.out is None:
+        p.error("--out is required")
     merge_cold = args.phase == "warm" and args.out.exists()
     figures: dict[str, Any] = json.loads(args.out.read_text()) if merge_cold else {}
     with tempfile.TemporaryDirectory(prefix="kbx-throughput-") as tmp:
@@ -204,6 +211,7 @@ def finish(args: argparse.Namespace, figures: dict[str, Any]) -> int:
         jobs_per_gpu=args.jobs,
         cores=len(os.sched_getaffinity(0)),  # the CPUs this run could use (taskset)
         shared_triton_cache=args.triton_cache is not None,
+        src_sha256=source_hash(),  # the code that ran, where a copied tree's .git is stale
         git=subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
         ).stdout.strip()
@@ -221,6 +229,15 @@ def finish(args: argparse.Namespace, figures: dict[str, Any]) -> int:
     write(args, figures)
     print(json.dumps({k: v for k, v in figures.items() if not k.startswith("stages")}, indent=1))
     return 0
+
+
+def source_hash() -> str:
+    """sha256 over kbx's source files (paths and contents), to name the code that ran: compare
+    with ``python benchmarks/harness_throughput.py --source-hash`` on a checkout."""
+    digest = hashlib.sha256()
+    for path in sorted((ROOT / "src" / "kbx").rglob("*.py")):
+        digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def write(args: argparse.Namespace, figures: dict[str, Any]) -> None:

@@ -126,3 +126,23 @@ def test_every_task_builds_the_same_inputs_op_by_op_under_the_lock(tmp_path):
                 assert torch.equal(x, y) or (x.is_floating_point() and x.isnan().any()), task.id
             else:
                 assert repr(x) == repr(y), task.id
+
+
+def test_after_preload_the_first_locked_operation_imports_nothing():
+    """The fork server preloads what a dispatch mode's first operation imports (~800 modules),
+    so that its children do not each import them (seconds each on a busy host)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, torch\n"
+        "from kbx.evaluate import gpuops\n"
+        "gpuops.preload()\n"
+        "n = len(sys.modules)\n"
+        "with gpuops.LockedOps('', 'x', 'cuda'):\n"
+        "    torch.ones(2).mul_(3)\n"
+        "assert 'torch._dynamo' in sys.modules and not torch.cuda.is_initialized()\n"
+        "print(len(sys.modules) - n)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "0"

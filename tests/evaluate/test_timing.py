@@ -324,3 +324,39 @@ def test_timed_benchmark_cases_are_called_but_their_first_outputs_not_copied_out
     untimed = runner.Plan.build(task, "cpu", bench=True, timed=False)
     got = runner.run_cases(task, untimed, entry, Counter(), Quiet())
     assert isinstance(got["bench"][0][0][0], torch.Tensor)
+
+
+def test_a_probe_round_that_stalled_is_retried_on_new_contents(monkeypatch):
+    """An honest candidate whose first probe round met a stall of the GPU gets another round on
+    new contents; a content cache is slow on every round and stays suspect."""
+    import torch
+
+    from kbx.evaluate import benchtime, timing
+    from kbx.task import Inputs
+
+    rounds: list[float] = []
+
+    def time_fixed(call, prepare, reps):
+        scales = []
+        for k in range(reps):
+            prepare(k)
+            scales.append(float(x[0]))
+            call()
+        rounds.append(min(scales))
+        return times.pop(0)
+
+    x = torch.ones(4)
+    monkeypatch.setattr(timing, "time_fixed", time_fixed)
+    inputs = Inputs((torch.ones(4),))
+
+    def entry(t):
+        x.copy_(t)  # what the probe handed over
+
+    times = [5.0, 1.0, 1.0]  # a stall, then the real cost
+    assert benchtime.fresh_ms(inputs, entry, 0, timed_ms=1.0) == 1.0 and len(rounds) == 2
+    assert rounds[1] < rounds[0]  # the second round saw contents the first had not
+
+    times, rounds[:] = [5.0, 5.0, 5.0], []  # a cache: slow on new contents every round
+    assert benchtime.fresh_ms(inputs, entry, 0, timed_ms=1.0) == 5.0
+    assert len(rounds) == benchtime.PROBE_ROUNDS
+    assert benchtime.looks_reused(1.0, 5.0) and not benchtime.looks_reused(1.0, 1.5)

@@ -38,10 +38,11 @@ def serve(sock: socket.socket, device: str) -> int:
     import torch  # noqa: F401 - imported here so that children start with it
     import triton  # noqa: F401
 
-    from kbx.evaluate import benchtime, child, launches, runner  # noqa: F401
+    from kbx.evaluate import benchtime, child, gpuops, launches, runner  # noqa: F401
     from kbx.suite import load_suite
 
     load_suite()
+    gpuops.preload()
     if torch.cuda.is_initialized():  # a forked child could not use CUDA
         raise RuntimeError("CUDA was initialised in the fork server")
     wake_r, wake_w = os.pipe()

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from kbx.evaluate import baseline
+from kbx.evaluate.benchtime import looks_reused
 from kbx.evaluate.gpulock import exclusive
 from kbx.evaluate.sandbox import KBX_PATH, visible_gpu
 from kbx.hardware import Peaks, fingerprint, load_peaks
@@ -37,8 +38,6 @@ _memory: dict[str, float | None] = {}
 _lock = threading.Lock()
 _task_locks: dict[str, threading.Lock] = {}
 FLOOR_SLACK = 1.25  # a case faster than floor / FLOOR_SLACK is too_fast (see roofline)
-REUSE_RATIO = 0.5  # timed median under this fraction of the time on new contents: too_fast
-REUSE_MIN_MS = 0.015  # ... when calls on new contents take this long (shorter: clock noise)
 BASELINE_TIMEOUT_S = 900.0  # a task's baselines, torch.compile of every case included
 
 
@@ -146,7 +145,10 @@ def baseline_ms(
         return got
 
 
-PREFETCH_WORKERS = 8  # baseline measurements started ahead of their candidates' results
+# Baseline measurements started ahead of their candidates' results: enough for every job of a
+# run to have its task's in flight (at 8, a cold H200 run's jobs waited a median 19 s a task for
+# their baselines after their candidates were done: each task's take 20-40 s)
+PREFETCH_WORKERS = 64
 _prefetcher = ThreadPoolExecutor(PREFETCH_WORKERS, thread_name_prefix="kbx-baselines")
 
 
@@ -214,7 +216,7 @@ def reused(task: Task, index: int, kernel_ms: float, fresh_ms: float) -> None:
     """``too_fast`` when the timed calls, which repeat contents the candidate has seen, ran far
     faster than calls on contents it had never seen (``benchtime.time_case``'s probe): an
     honest kernel does the same work on both, a result cache keyed on contents does not."""
-    if fresh_ms >= REUSE_MIN_MS and kernel_ms < REUSE_RATIO * fresh_ms:
+    if looks_reused(kernel_ms, fresh_ms):
         raise Reject(
             Verdict.TOO_FAST,
             f"bench {index} ({task.bench[index].label()}): {kernel_ms:.4g} ms on inputs it had "

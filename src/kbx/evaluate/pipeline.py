@@ -79,6 +79,7 @@ def evaluate(candidate: Candidate, cfg: EvalConfig) -> Result:
     started = time.monotonic()
     stage = "read"
     result: Result
+    task: Task | None = None
     try:
         if candidate.problem:
             raise Reject(*candidate.problem)
@@ -90,6 +91,7 @@ def evaluate(candidate: Candidate, cfg: EvalConfig) -> Result:
         lock = str(sandbox.lock_path) if sandbox.lock_path else None
         if cfg.timed:  # measured (or looked up) while the candidate runs
             perf.prefetch(task, cfg.kinds, lock, perf.open_cache(cfg.baseline_cache), cfg.gpu)
+        reference.prefetch(task, cfg.device, lock, cfg.gpu, cfg.timed)  # likewise
         child = run_child(task, candidate.code, sandbox)
         with cfg.device_context():
             stage, checked = "check", time.monotonic()
@@ -111,6 +113,8 @@ def evaluate(candidate: Candidate, cfg: EvalConfig) -> Result:
         where = traceback.extract_tb(exc.__traceback__)[-1]
         detail = f"{type(exc).__name__}: {exc} ({Path(where.filename).name}:{where.lineno})"
         result = Result.of(candidate, cfg.device, Verdict.HARNESS_ERROR, detail, stage)
+    if task is not None:
+        reference.forget(task)  # what the judge did not take (a failed candidate: all of it)
     result.fingerprint = fingerprint(cfg.device)
     result.duration_s = round(time.monotonic() - started, 3)
     return result

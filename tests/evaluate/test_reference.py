@@ -1,0 +1,65 @@
+"""The judge's reference outputs: computed ahead while the candidate runs, the same as computed
+on demand."""
+
+import threading
+
+from kbx.evaluate import reference
+from kbx.suite import find
+
+
+def test_prefetched_outputs_are_the_ones_computed_on_demand(monkeypatch):
+    monkeypatch.setattr(reference, "_cache", {})
+    task = find("Math/add")
+    reference.prefetch(task, "cpu", None, None, timed=False)
+    got = [reference.expected(task, "cases", i, "cpu") for i in range(len(task.cases))]
+    reference.forget(task)
+    reference._cache.clear()
+    for i, (inputs, want) in enumerate(got):
+        inputs_now, want_now = reference.compute(task, "cases", i, "cpu")
+        assert reference.outputs_equal(want, want_now)
+        assert reference.outputs_equal(inputs.args, inputs_now.args)
+
+
+def test_what_the_judge_needs_is_computed_once_and_leftovers_are_dropped(monkeypatch):
+    task = find("LinearAlgebra/det")
+    calls: list[tuple[str, int]] = []
+    release = threading.Event()
+
+    def compute(task, kind, index, device, lock=None):
+        release.wait(5)
+        calls.append((kind, index))
+        return None, (kind, index)
+
+    monkeypatch.setattr(reference, "compute", compute)
+    monkeypatch.setattr(reference, "_cache", {})  # nothing computed by earlier tests
+    monkeypatch.setattr(reference, "AHEAD_BYTES", float("inf"))
+    reference.prefetch(task, "cpu", None, None, timed=True)
+    ahead = {k[2:] for k in reference._ahead if k[0] == task.id}
+    want = {(k, i) for k in ("cases", "refill") for i in range(len(task.cases))}
+    assert ahead == want | {("timed_refill", i) for i in range(len(task.bench))}
+    release.set()
+    assert reference.expected(task, "timed_refill", 0, "cpu") == (None, ("timed_refill", 0))
+    assert calls.count(("timed_refill", 0)) == 1  # taken from the prefetch, not computed again
+    reference.forget(task)
+    assert not [k for k in reference._ahead if k[0] == task.id]
+
+
+def test_a_failed_prefetch_is_computed_again_on_demand(monkeypatch):
+    task = find("Math/add")
+    failing = {"yes": True}
+    original = reference.compute
+
+    def compute(task, kind, index, device, lock=None):
+        if failing["yes"]:
+            raise RuntimeError("out of memory, say")
+        return original(task, kind, index, device, lock)
+
+    monkeypatch.setattr(reference, "compute", compute)
+    monkeypatch.setattr(reference, "_cache", {})
+    reference.prefetch(task, "cpu", None, None, timed=False)
+    key = (task.id, "cpu", "cases", 0)
+    reference._ahead[key].exception(timeout=5)  # it has failed
+    failing["yes"] = False
+    _, want = reference.expected(task, "cases", 0, "cpu")
+    assert want is not None
+    reference.forget(task)
