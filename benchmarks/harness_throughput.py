@@ -3,7 +3,8 @@
 A benchmark, not a test: it prints figures and writes them to a JSON file.
     PYTHONPATH=src python benchmarks/harness_throughput.py --gpus 0 --profile \
         --out docs/validation/throughput-h200.json
-Cold run: an empty baseline cache (every eager and torch.compile baseline measured).  Warm runs
+Cold run: an empty baseline cache (every eager and torch.compile baseline measured; the figures'
+cold_cached_kernels says how many kernels it found compiled in --triton-cache).  Warm runs
 1 and 2: the same cache.  Every run compiles the candidates' kernels afresh (its own Triton
 cache), as a run over new candidates must, unless --triton-cache gives the runs one shared
 kernel and autotuning cache (a re-evaluation of the same kernels; the figures say which).
@@ -165,7 +166,9 @@ def main() -> int:
         cache = args.cache or base / "cache"
         if args.phase in ("all", "cold"):
             (cache / "baselines.sqlite").unlink(missing_ok=True)
+            kernels = cached_kernels(args.triton_cache)  # what the cold run finds compiled
             cold = one_run(base / "cold", cache, args)
+            figures["cold_cached_kernels"] = kernels
             keep(cold, args.keep, "cold")
             figures.update(cold_s=round(cold["wall_s"], 1), stages_cold_s=cold["stage_s"])
             figures["passed_cold"] = passed(cold)
@@ -229,6 +232,14 @@ def finish(args: argparse.Namespace, figures: dict[str, Any]) -> int:
     write(args, figures)
     print(json.dumps({k: v for k, v in figures.items() if not k.startswith("stages")}, indent=1))
     return 0
+
+
+def cached_kernels(folder: Path | None) -> int:
+    """Kernels in the shared Triton cache before a run: 0 means the run compiled every kernel
+    afresh; a cold run after another run of the same candidates measures the baselines only."""
+    if folder is None or not folder.exists():
+        return 0
+    return sum(1 for _ in folder.rglob("*.cubin"))
 
 
 def source_hash() -> str:

@@ -9,12 +9,15 @@
 #         fresh nvidia-h200-x2 machine carry runs/tp/baselines.sqlite and set PRIME=1 (a priming
 #         run compiles the kernels there; its figures are dropped); on the machine that ran cold
 #         and warm (GPUS=0 CPUS=0-15 there), the caches are in place.
+#   x2cold  two H200s: --phase cold --gpus 0,1 (every baseline measured; on a fresh machine it
+#         also compiles every kernel, so that a one-GPU cold run after it measures the baselines
+#         with the kernels cached: the figures' cold_cached_kernels says which)
 # GPUS (default 0) picks the GPU of cold and warm; CPUS (e.g. 0-15) pins the run to those cores
 # with taskset, so that one GPU of a two-GPU host runs with the cores of a one-GPU machine.
 # Each step writes to $OUT (at most 8 files): its log, the figures JSON, each run's records (also
 # of a run cut off by LIMIT, read from its store) and the GPU lock's report for the first run.
 set -uo pipefail
-STEP=${1:?usage: gpu_throughput.sh cold|warm|x2}
+STEP=${1:?usage: gpu_throughput.sh cold|warm|x2cold|x2}
 OUT=${OUT:-gpu-out}; LIMIT=${LIMIT:-570}; JOBS=${JOBS:-16}; GPUS=${GPUS:-0}
 mkdir -p "$OUT" runs/tp
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
@@ -25,6 +28,7 @@ case $STEP in
   cold) args=(--phase cold --gpus "$GPUS" --out runs/tp/throughput-h200.json); runs=(cold) ;;
   warm) args=(--phase warm --gpus "$GPUS" --profile --out runs/tp/throughput-h200.json)
         runs=(warm1 warm2) ;;
+  x2cold) args=(--phase cold --gpus 0,1 --out runs/tp/throughput-h200x2.json); runs=(cold) ;;
   x2) args=(--phase warm --gpus 0,1 --warm-runs "${WARM_RUNS:-2}"
             --out runs/tp/throughput-h200x2.json); runs=(warm1)
       [ "${WARM_RUNS:-2}" = 2 ] && runs+=(warm2) ;;

@@ -2,10 +2,12 @@
 
 ``measure`` times one baseline; the parent calls it for eager.  torch.compile runs here as a
 trusted process of its own, ``python -m kbx.evaluate.baseline TASK_ID KINDS CASES LOCK``
-(started by ``perf.py``), which prints one JSON object ``{"<case>:<kind>": ms or null}``: its
+(started by ``perf.py``), which prints one JSON object ``{"<case>:<kind>": ms or null}``, or
+with ``--serve`` answers such requests one per line (``compile_pool``), task after task: its
 tracing is neither thread-safe nor free of the GIL, so it must not run in the parent's job
-threads, and a process per task lets several tasks compile at once without sharing dynamo's
-state.  Only kbx and torch are imported here, never a candidate.
+threads, and a process per task in flight lets several tasks compile at once without sharing
+dynamo's state (reset before each compile).  Only kbx and torch are imported here, never a
+candidate.
 """
 
 from __future__ import annotations
@@ -60,18 +62,46 @@ def measure(task: Task, index: int, kind: str, lock: str | None) -> float | None
     return timing.median_ms
 
 
-def main(task_id: str, kinds: str, cases: str, lock: str) -> int:
-    full_fp32()
+def measure_all(task_id: str, kinds: str, cases: str, lock: str) -> dict[str, float | None]:
     task = find(task_id)
     if task is None:
-        raise SystemExit(f"no task {task_id}")
+        raise ValueError(f"no task {task_id}")
     out: dict[str, float | None] = {}
     for kind in kinds.split(","):
         for index in (int(i) for i in cases.split(",")):
             out[f"{index}:{kind}"] = measure(task, index, kind, lock or None)
-    print(json.dumps(out))
+    return out
+
+
+def main(task_id: str, kinds: str, cases: str, lock: str) -> int:
+    full_fp32()
+    print(json.dumps(measure_all(task_id, kinds, cases, lock)))
+    return 0
+
+
+def serve() -> int:
+    """One request per stdin line, one marked reply line each (``compile_pool``), until stdin
+    closes: torch, kbx and inductor start once for many tasks."""
+    from kbx.evaluate.compile_pool import MARK
+
+    full_fp32()
+    for line in sys.stdin:
+        try:
+            request = json.loads(line)
+            found = measure_all(
+                request["task"], request["kinds"], request["cases"], request.get("lock") or ""
+            )
+            reply: dict[str, object] = {"ok": found}
+        except Exception as exc:  # noqa: BLE001 - reported to the parent, which raises it
+            reply = {"error": f"{type(exc).__name__}: {exc}"}
+        if torch.cuda.is_initialized():
+            torch.cuda.empty_cache()  # what this task held goes back to the GPU
+        sys.stdout.write(MARK.decode() + json.dumps(reply) + "\n")
+        sys.stdout.flush()
     return 0
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--serve"]:
+        raise SystemExit(serve())
     raise SystemExit(main(*sys.argv[1:5]))

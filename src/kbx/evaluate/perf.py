@@ -2,10 +2,11 @@
 
 The candidate's benchmark cases are timed in its child (``benchtime.time_bench``); the baselines,
 PyTorch eager and ``torch.compile`` (default mode) of the task's reference, are timed with the
-same engine and under the same per-GPU lock: eager here in the parent, torch.compile in a trusted
-process per task (``baseline.py``).  They are cached in memory for
-the run and, with ``BaselineCache``, across runs, keyed by GPU, driver, torch, triton, task id and
-version, case and baseline kind: a number measured under other software is never reused.
+same engine and under the same per-GPU lock: eager here in the parent, torch.compile in trusted
+worker processes kept between tasks (``compile_pool``, ``baseline.py``).  They are cached in
+memory for the run and, with ``BaselineCache``, across runs, keyed by GPU, driver, torch,
+triton, task id and version, case and baseline kind: a number measured under other software is
+never reused.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 
 import torch
 
-from kbx.evaluate import baseline
+from kbx.evaluate import baseline, compile_pool
 from kbx.evaluate.benchtime import looks_reused
 from kbx.evaluate.gpulock import exclusive
 from kbx.evaluate.sandbox import KBX_PATH, visible_gpu
@@ -103,10 +104,29 @@ def measure_task(
 def compile_in_process(
     task: Task, wanted: list[tuple[int, str]], lock_path: str | None, gpu: int | None
 ) -> dict[tuple[int, str], float | None]:
-    """Run the trusted baseline process (``baseline.py``) for some (case, kind) pairs."""
+    """Measure some (case, kind) pairs in a trusted baseline process (``baseline.py``): a
+    worker of ``compile_pool`` kept between tasks, or, if that worker fails to answer, a
+    process of its own."""
     env = dict(os.environ, TORCHINDUCTOR_COMPILE_THREADS="1", PYTHONPATH=KBX_PATH)
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = visible_gpu(gpu)
+    kinds = ",".join(sorted({k for _, k in wanted}))
+    cases = ",".join(str(i) for i in sorted({i for i, _ in wanted}))
+    request = {"task": task.id, "kinds": kinds, "cases": cases, "lock": lock_path or ""}
+    try:
+        reply = compile_pool.POOL.ask(gpu, env, request, BASELINE_TIMEOUT_S)
+    except compile_pool.WorkerFailed:
+        return compile_once(task, wanted, lock_path, env)
+    if "error" in reply:
+        raise RuntimeError(f"baseline process for {task.id} failed: {reply['error']}"[:400])
+    found = reply.get("ok") or {}
+    return {(i, k): found[f"{i}:{k}"] for i, k in wanted}
+
+
+def compile_once(
+    task: Task, wanted: list[tuple[int, str]], lock_path: str | None, env: dict[str, str]
+) -> dict[tuple[int, str], float | None]:
+    """``compile_in_process`` in a process started for this task alone."""
     kinds = ",".join(sorted({k for _, k in wanted}))
     cases = ",".join(str(i) for i in sorted({i for i, _ in wanted}))
     cmd = [sys.executable, "-m", "kbx.evaluate.baseline", task.id, kinds, cases, lock_path or ""]

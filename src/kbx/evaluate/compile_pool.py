@@ -1,0 +1,123 @@
+"""Trusted torch.compile baseline processes kept between tasks (``baseline.py --serve``).
+
+A process per task paid Python's, torch's, kbx's and inductor's start-up (seconds of CPU) for
+every task of a cold run, while the candidates' children compiled on the same cores.  A worker
+here answers one request per line: ``{"task", "kinds", "cases", "lock"}`` in, one line marked
+``MARK`` with ``{"ok": {"<case>:<kind>": ms or null}}`` or ``{"error": "..."}`` out (other lines
+on its stdout are ignored).  Idle workers wait in a pool per GPU; one that times out, exits or
+answers garbage is killed, and the caller falls back to a process of its own (``perf.py``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+MARK = b"KBX-BASELINE "
+TASKS_PER_WORKER = 24  # then a fresh process: compiled graphs and allocator state stay bounded
+
+
+class WorkerFailed(Exception):
+    """The worker did not answer (timed out, exited, or wrote no reply): not the task's fault."""
+
+
+class Worker:
+    def __init__(self, cmd: list[str], env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            cmd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            bufsize=0,
+        )
+        self.buffer = b""
+        self.served = 0
+
+    def ask(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """Send one request and wait for its reply (``WorkerFailed`` if none comes in time)."""
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(request).encode() + b"\n")
+        except OSError as exc:
+            raise WorkerFailed(f"cannot write to the baseline worker: {exc}") from None
+        deadline = time.monotonic() + timeout_s
+        while True:
+            end = self.buffer.find(b"\n")
+            if end >= 0:
+                line, self.buffer = self.buffer[:end], self.buffer[end + 1 :]
+                if line.startswith(MARK):
+                    self.served += 1
+                    try:
+                        reply = json.loads(line[len(MARK) :])
+                    except ValueError:
+                        raise WorkerFailed("the baseline worker's reply is not JSON") from None
+                    if not isinstance(reply, dict):
+                        raise WorkerFailed("the baseline worker's reply is not an object")
+                    return reply
+                continue  # something else printed to stdout (torch, inductor)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise WorkerFailed(f"no reply from the baseline worker in {timeout_s:.0f} s")
+            assert self.proc.stdout is not None
+            ready, _, _ = select.select([self.proc.stdout], [], [], left)
+            if ready:
+                chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+                if not chunk:
+                    raise WorkerFailed(f"the baseline worker exited ({self.proc.poll()})")
+                self.buffer += chunk
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                stream.close()
+
+
+class Pool:
+    """Idle workers per key (the GPU a worker sees), started on demand."""
+
+    def __init__(self, cmd: list[str]) -> None:
+        self.cmd = cmd
+        self.idle: dict[Any, list[Worker]] = {}
+        self.lock = threading.Lock()
+
+    def ask(
+        self, key: Any, env: dict[str, str], request: dict[str, Any], timeout_s: float
+    ) -> dict[str, Any]:
+        with self.lock:
+            spare = self.idle.get(key) or []
+            worker = spare.pop() if spare else None
+        if worker is None:
+            worker = Worker(self.cmd, env)
+        try:
+            reply = worker.ask(request, timeout_s)
+        except BaseException:
+            worker.close()
+            raise
+        if worker.served >= TASKS_PER_WORKER:
+            worker.close()
+        else:
+            with self.lock:
+                self.idle.setdefault(key, []).append(worker)
+        return reply
+
+    def close(self) -> None:
+        with self.lock:
+            workers = [w for ws in self.idle.values() for w in ws]
+            self.idle.clear()
+        for worker in workers:
+            worker.close()
+
+
+POOL = Pool([sys.executable, "-m", "kbx.evaluate.baseline", "--serve"])
+atexit.register(POOL.close)

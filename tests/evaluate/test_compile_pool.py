@@ -1,0 +1,62 @@
+"""Baseline workers kept between tasks: one marked reply per request, noise on stdout ignored,
+a worker that hangs or dies is killed and reported, not reused."""
+
+import os
+import sys
+
+import pytest
+
+from kbx.evaluate import compile_pool
+from kbx.evaluate.compile_pool import Pool, WorkerFailed
+from kbx.evaluate.sandbox import KBX_PATH
+
+# A stand-in server: replies with its pid; "hang" never replies, "die" exits.
+FAKE = (
+    "import json, os, sys, time\n"
+    "for line in sys.stdin:\n"
+    "    req = json.loads(line)\n"
+    "    print('inductor says hello', flush=True)\n"
+    "    if req['task'] == 'hang': time.sleep(60)\n"
+    "    if req['task'] == 'die': sys.exit(3)\n"
+    "    print('KBX-BASELINE ' + json.dumps({'ok': {'pid': os.getpid()}}), flush=True)\n"
+)
+
+
+def ask(pool: Pool, task: str, timeout_s: float = 20.0) -> dict:
+    return pool.ask(None, dict(os.environ), {"task": task}, timeout_s)
+
+
+def test_a_worker_answers_task_after_task_then_is_replaced(monkeypatch):
+    monkeypatch.setattr(compile_pool, "TASKS_PER_WORKER", 3)
+    pool = Pool([sys.executable, "-c", FAKE])
+    try:
+        pids = [ask(pool, "Math/add")["ok"]["pid"] for _ in range(4)]
+        assert pids[0] == pids[1] == pids[2] != pids[3]  # one process for 3 tasks, then a new one
+    finally:
+        pool.close()
+
+
+def test_a_worker_that_hangs_or_dies_is_killed_and_reported():
+    pool = Pool([sys.executable, "-c", FAKE])
+    try:
+        with pytest.raises(WorkerFailed, match="no reply"):
+            ask(pool, "hang", timeout_s=1.0)
+        with pytest.raises(WorkerFailed, match="exited"):
+            ask(pool, "die")
+        assert pool.idle == {}  # neither went back to the pool
+        assert "pid" in ask(pool, "Math/add")["ok"]
+    finally:
+        pool.close()
+
+
+def test_the_baseline_server_reports_a_bad_request_and_goes_on():
+    """The real ``baseline.py --serve`` (no GPU needed to fail): an error reply, then the next."""
+    env = dict(os.environ, PYTHONPATH=KBX_PATH)
+    pool = Pool([sys.executable, "-m", "kbx.evaluate.baseline", "--serve"])
+    try:
+        for _ in range(2):
+            reply = pool.ask(None, env, {"task": "No/such", "kinds": "compile", "cases": "0"}, 60)
+            assert reply == {"error": "ValueError: no task No/such"}
+        assert len(pool.idle[None]) == 1
+    finally:
+        pool.close()
