@@ -3,8 +3,9 @@
 A benchmark, not a test: it prints figures and writes them to a JSON file.
     PYTHONPATH=src python benchmarks/harness_throughput.py --gpus 0 --profile \
         --out docs/validation/throughput-h200.json
-Cold run: an empty baseline cache (every eager and torch.compile baseline measured; the figures'
-cold_cached_kernels says how many kernels it found compiled in --triton-cache).  Warm runs
+Cold run: no baselines cached (every eager and torch.compile baseline measured; the figures'
+cold_cached_kernels says how many kernels it found compiled in --triton-cache, and
+cold_known_durations for how many tasks the cache had job times to order the run by).  Warm runs
 1 and 2: the same cache.  Every run compiles the candidates' kernels afresh (its own Triton
 cache), as a run over new candidates must, unless --triton-cache gives the runs one shared
 kernel and autotuning cache (a re-evaluation of the same kernels; the figures say which).
@@ -31,6 +32,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from kbx.evaluate.perf import BaselineCache
 from kbx.evaluate.pipeline import EvalConfig
 from kbx.hardware import fingerprint
 from kbx.runs import run_eval
@@ -165,7 +167,9 @@ def main() -> int:
         base = args.work or Path(tmp)
         cache = args.cache or base / "cache"
         if args.phase in ("all", "cold"):
-            (cache / "baselines.sqlite").unlink(missing_ok=True)
+            baselines = BaselineCache(cache / "baselines.sqlite")
+            baselines.clear_baselines()  # job times (the scheduler's order) stay
+            figures["cold_known_durations"] = len(baselines.durations())
             kernels = cached_kernels(args.triton_cache)  # what the cold run finds compiled
             cold = one_run(base / "cold", cache, args)
             figures["cold_cached_kernels"] = kernels

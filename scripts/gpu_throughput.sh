@@ -12,6 +12,9 @@
 #   x2cold  two H200s: --phase cold --gpus 0,1 (every baseline measured; on a fresh machine it
 #         also compiles every kernel, so that a one-GPU cold run after it measures the baselines
 #         with the kernels cached: the figures' cold_cached_kernels says which)
+# SEED=1 (the default) first seeds the cache's job times, where it has none for a task, from
+# committed H200 records (scripts/seed_durations.py), so that even a first run on a machine
+# starts its longest tasks first; the figures' cold_known_durations counts them.
 # GPUS (default 0) picks the GPU of cold and warm; CPUS (e.g. 0-15) pins the run to those cores
 # with taskset, so that one GPU of a two-GPU host runs with the cores of a one-GPU machine.
 # Each step writes to $OUT (at most 8 files): its log, the figures JSON, each run's records (also
@@ -35,10 +38,15 @@ case $STEP in
   *) echo "unknown step $STEP" >&2; exit 2 ;;
 esac
 [ "${PRIME:-0}" = 1 ] && args+=(--prime)  # a machine without the kernels: compile them first
+if [ "${SEED:-1}" = 1 ]; then  # job times of earlier H200 runs, for the longest-first order
+  python3 scripts/seed_durations.py runs/tp/baselines.sqlite \
+    docs/validation/h200-2026-11-30d/call4-cold.jsonl docs/validation/h200-2026-11-30c/call2-cold.jsonl \
+    docs/validation/reference-h200.jsonl > "$OUT/$STEP-log.txt" 2>&1
+fi
 pin=(); [ -n "${CPUS:-}" ] && pin=(taskset -c "$CPUS")
 start=$(date +%s)
 timeout "$LIMIT" "${pin[@]}" python3 benchmarks/harness_throughput.py "${common[@]}" "${args[@]}" \
-  > "$OUT/$STEP-log.txt" 2>&1
+  >> "$OUT/$STEP-log.txt" 2>&1
 echo "exit $? after $(( $(date +%s) - start )) s" >> "$OUT/$STEP-log.txt"
 for run in "${runs[@]}"; do  # records, also of a run the time limit stopped
   python3 -c "

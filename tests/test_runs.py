@@ -44,11 +44,24 @@ def test_tasks_that_took_longest_last_time_start_first(tmp_path: Path):
     from kbx.evaluate.perf import BaselineCache
 
     cache = BaselineCache(tmp_path / "baselines.sqlite")
+    cands = [Candidate(f"s/{t}", t, "x") for t in ("Math/add", "Loss/new", "LinearAlgebra/det")]
+    assert runs.longest_first(cands, cache) == cands  # nothing known: source order
     cache.put_duration("Math/add", 2.0)
     cache.put_duration("LinearAlgebra/det", 30.0)
     cache.put_duration("Math/add", 1.0)  # the last run's time replaces the earlier one
-    cands = [Candidate(f"s/{t}", t, "x") for t in ("Math/add", "LinearAlgebra/det", "Loss/new")]
+    cache.put_duration("Index/gather", 4.0)
     ordered = [c.task_id for c in runs.longest_first(cands, cache)]
-    assert ordered == ["Loss/new", "LinearAlgebra/det", "Math/add"]  # never timed here: first
-    assert cache.durations() == {"Math/add": 1.0, "LinearAlgebra/det": 30.0}
+    assert ordered == ["LinearAlgebra/det", "Loss/new", "Math/add"]  # unknown: the median, 4 s
+    assert cache.durations() == {"Math/add": 1.0, "LinearAlgebra/det": 30.0, "Index/gather": 4.0}
     assert runs.longest_first(cands, None) == cands  # no cache: source order
+
+
+def test_a_cold_run_forgets_the_baselines_but_not_the_job_times(tmp_path: Path):
+    from kbx.evaluate.perf import BaselineCache
+
+    cache = BaselineCache(tmp_path / "baselines.sqlite")
+    cache.put("some key", 1.5)
+    cache.put_duration("Math/add", 3.0)
+    cache.clear_baselines()
+    assert cache.get("some key") == (False, None)
+    assert cache.durations() == {"Math/add": 3.0}

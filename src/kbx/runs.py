@@ -6,8 +6,8 @@ multi-GPU or Ray backend later): it takes candidates and yields results as they 
 
 from __future__ import annotations
 
-import math
 import queue
+import statistics
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -83,13 +83,14 @@ def keep(candidate: Candidate, pattern: str | None) -> bool:
 
 
 def longest_first(todo: list[Candidate], cache: perf.BaselineCache | None) -> list[Candidate]:
-    """Candidates whose task took longest last time on this machine first, those of tasks never
-    timed here before them (in source order): a linear-algebra task can take 30 s of a job,
-    which at the end of a run would leave the other jobs idle."""
-    if cache is None:
+    """Candidates whose task took longest last time on this machine first (a task never timed
+    here counts as the median one; ties keep source order): a linear-algebra task can take a
+    minute of a job, which at the end of a run would leave the other jobs idle."""
+    known = cache.durations() if cache else {}
+    if not known:
         return todo
-    known = cache.durations()
-    return sorted(todo, key=lambda c: -known.get(c.task_id, math.inf))
+    typical = statistics.median(known.values())
+    return sorted(todo, key=lambda c: -known.get(c.task_id, typical))
 
 
 def run_eval(

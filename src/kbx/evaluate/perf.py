@@ -70,6 +70,11 @@ class BaselineCache:
             rows = self.db.execute("SELECT task, s FROM durations").fetchall()
         return {task: s for task, s in rows}
 
+    def clear_baselines(self) -> None:
+        """Forget every baseline (a cold run measures them all again); job times stay."""
+        with self.lock:
+            self.db.execute("DELETE FROM baselines")
+
     def put_duration(self, task_id: str, seconds: float) -> None:
         with self.lock:
             self.db.execute("INSERT OR REPLACE INTO durations VALUES (?, ?)", (task_id, seconds))
