@@ -60,3 +60,17 @@ def test_the_baseline_server_reports_a_bad_request_and_goes_on():
         assert len(pool.idle[None]) == 1
     finally:
         pool.close()
+
+
+def test_a_failed_worker_leaves_the_task_to_a_process_of_its_own(monkeypatch):
+    """perf falls back to the one-process-per-task path, which reports its own failure (here:
+    no CUDA for the inputs)."""
+    from kbx.evaluate import perf
+    from kbx.suite import find
+
+    def failing(*args, **kwargs):
+        raise WorkerFailed("no reply")
+
+    monkeypatch.setattr(compile_pool.POOL, "ask", failing)
+    with pytest.raises(RuntimeError, match="baseline process for Math/add failed"):
+        perf.compile_in_process(find("Math/add"), [(0, "compile")], None, None)

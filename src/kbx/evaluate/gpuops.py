@@ -54,13 +54,14 @@ class LockedOps(TorchDispatchMode):
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         kwargs = kwargs or {}
-        if self.touches(args, kwargs):
+        leaves = tree_leaves((args, kwargs))
+        if self.touches(leaves):
             if self.hold is None:
                 self.hold = shared(self.lock, self.what)
                 self.hold.__enter__()
                 self.since = time.monotonic()
         elif self.hold is not None and (
-            heavy(args, kwargs) or time.monotonic() - self.since >= HOLD_S
+            heavy(leaves, args, kwargs) or time.monotonic() - self.since >= HOLD_S
         ):
             self.release()
         return func(*args, **kwargs)
@@ -82,8 +83,8 @@ class LockedOps(TorchDispatchMode):
         finally:
             super().__exit__(*exc)
 
-    def touches(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-        for x in tree_leaves((args, kwargs)):
+    def touches(self, leaves: list[Any]) -> bool:
+        for x in leaves:
             if isinstance(x, torch.Tensor) and x.device.type == self.device_type:
                 return True
             if isinstance(x, torch.device) and x.type == self.device_type:
@@ -100,13 +101,10 @@ def preload() -> None:
         torch.ones(1).add_(1)  # a CPU operation: no hold is taken
 
 
-def heavy(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    """Whether an operation works on HEAVY_NUMEL elements or more: its tensors', or for a
-    factory (``randn``, ``zeros``...) the size it is given."""
-    numel = 0
-    for x in tree_leaves((args, kwargs)):
-        if isinstance(x, torch.Tensor):
-            numel += x.numel()
+def heavy(leaves: list[Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether an operation works on HEAVY_NUMEL elements or more: its tensors' (``leaves``, of
+    its arguments), or for a factory (``randn``, ``zeros``...) the size it is given."""
+    numel = sum(x.numel() for x in leaves if isinstance(x, torch.Tensor))
     for x in (*args, *kwargs.values()):
         if isinstance(x, list | tuple) and x and all(isinstance(d, int) for d in x):
             size = 1

@@ -23,11 +23,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from kbx.evaluate import baseline, compile_pool
 from kbx.evaluate.benchtime import looks_reused
 from kbx.evaluate.gpulock import exclusive
+from kbx.evaluate.runner import on_gpu
 from kbx.evaluate.sandbox import KBX_PATH, visible_gpu
 from kbx.hardware import Peaks, fingerprint, load_peaks
 from kbx.result import CaseTiming, geometric_mean
@@ -121,26 +120,24 @@ def compile_in_process(
     try:
         reply = compile_pool.POOL.ask(gpu, env, request, BASELINE_TIMEOUT_S)
     except compile_pool.WorkerFailed:
-        return compile_once(task, wanted, lock_path, env)
-    if "error" in reply:
-        raise RuntimeError(f"baseline process for {task.id} failed: {reply['error']}"[:400])
-    found = reply.get("ok") or {}
+        found = compile_once(request, env)
+    else:
+        if "error" in reply:
+            raise RuntimeError(f"baseline process for {task.id} failed: {reply['error']}"[:400])
+        found = reply.get("ok") or {}
     return {(i, k): found[f"{i}:{k}"] for i, k in wanted}
 
 
-def compile_once(
-    task: Task, wanted: list[tuple[int, str]], lock_path: str | None, env: dict[str, str]
-) -> dict[tuple[int, str], float | None]:
-    """``compile_in_process`` in a process started for this task alone."""
-    kinds = ",".join(sorted({k for _, k in wanted}))
-    cases = ",".join(str(i) for i in sorted({i for i, _ in wanted}))
-    cmd = [sys.executable, "-m", "kbx.evaluate.baseline", task.id, kinds, cases, lock_path or ""]
+def compile_once(request: dict[str, str], env: dict[str, str]) -> dict[str, float | None]:
+    """A ``compile_pool`` request answered by a process started for it alone."""
+    args = [request[k] for k in ("task", "kinds", "cases", "lock")]
+    cmd = [sys.executable, "-m", "kbx.evaluate.baseline", *args]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=BASELINE_TIMEOUT_S)
     if proc.returncode != 0:
         tail = " ".join(proc.stderr.strip().splitlines()[-1:])[:300]
-        raise RuntimeError(f"baseline process for {task.id} failed: {tail}")
-    found = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {(i, k): found[f"{i}:{k}"] for i, k in wanted}
+        raise RuntimeError(f"baseline process for {request['task']} failed: {tail}")
+    found: dict[str, float | None] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return found
 
 
 def baseline_ms(
@@ -191,8 +188,7 @@ def prefetch(
     the task's lock; a failure here is left for that later call to raise."""
 
     def run() -> None:
-        where = torch.cuda.device(gpu) if gpu is not None else contextlib.nullcontext()
-        with where, contextlib.suppress(Exception):
+        with on_gpu(gpu), contextlib.suppress(Exception):
             baseline_ms(task, kinds, lock_path, cache, gpu)
 
     return _prefetcher.submit(run)

@@ -9,11 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from kbx.candidate import Candidate
 from kbx.evaluate import perf, reference
 from kbx.evaluate.gpulock import waited_s
+from kbx.evaluate.runner import on_gpu
 from kbx.evaluate.sandbox import Limits, SandboxConfig, run_child
 from kbx.hardware import fingerprint
 from kbx.result import Result
@@ -69,9 +68,7 @@ class EvalConfig:
 
     def device_context(self) -> contextlib.AbstractContextManager[Any]:
         """The parent's own GPU work (references, baselines) on the job's GPU."""
-        if self.device == "cuda" and self.gpu is not None:
-            return torch.cuda.device(self.gpu)
-        return contextlib.nullcontext()
+        return on_gpu(self.gpu if self.device == "cuda" else None)
 
 
 def evaluate(candidate: Candidate, cfg: EvalConfig) -> Result:

@@ -6,7 +6,6 @@ device and cached for the life of the run.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -16,7 +15,14 @@ import torch
 from kbx.evaluate.compare import compare
 from kbx.evaluate.gpulock import shared, waited_s
 from kbx.evaluate.gpuops import gpu_ops_locked
-from kbx.evaluate.runner import detached, fresh_arguments, full_fp32, refill_case, to_cpu
+from kbx.evaluate.runner import (
+    detached,
+    fresh_arguments,
+    full_fp32,
+    on_gpu,
+    refill_case,
+    to_cpu,
+)
 from kbx.task import Case, Inputs, Task, Tolerance
 from kbx.verdict import Reject, Verdict
 
@@ -63,8 +69,7 @@ def prefetch(task: Task, device: str, lock: str | None, gpu: int | None, timed: 
 def compute_on(
     gpu: int | None, task: Task, kind: str, index: int, device: str, lock: str | None
 ) -> tuple[Inputs, Any]:
-    where = torch.cuda.device(gpu) if gpu is not None else contextlib.nullcontext()
-    with where:
+    with on_gpu(gpu):
         return compute(task, kind, index, device, lock)
 
 

@@ -62,8 +62,8 @@ class Plan:
     ) -> Plan:
         """Benchmark cases are checked too where they are affordable (on the GPU); their
         refills (the contents timed calls alternate with) only when they are timed.  Each input
-        set is built inside its own ``guard()`` (the child's shared GPU lock: one hold per set
-        keeps a timing elsewhere from waiting for the whole plan)."""
+        set is built inside its own ``guard()`` (in the child, ``gpuops.gpu_ops_locked``: its GPU
+        work under the shared GPU lock, its heavy CPU work outside it)."""
 
         def make(case: Case) -> Inputs:
             with guard():
@@ -96,6 +96,11 @@ def same_layout(a: Inputs, b: Inputs) -> bool:
         return repr(x)
 
     return layout((a.args, dict(a.kwargs))) == layout((b.args, dict(b.kwargs)))
+
+
+def on_gpu(gpu: int | None) -> AbstractContextManager[Any]:
+    """GPU work of the parent's threads (references, baselines) on a job's GPU, if it has one."""
+    return torch.cuda.device(gpu) if gpu is not None else nullcontext()
 
 
 def full_fp32() -> None:
