@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Diagnostic on one H200: the GPU tests of the lock changes, then cold + two warm runs (the
-# second with the profiler) over every EVERY-th task (default 6); records, figures and lock reports to $OUT.
+# second with the profiler) over every EVERY-th task (default 6), on GPU 0 (CPUS: pinned to those
+# cores with taskset); records, figures and lock reports to $OUT.
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
 pip install -q --no-deps --target /tmp/site .whl/*.whl >/dev/null 2>&1
 bash scripts/gpu_env.sh > $OUT/env.txt 2>&1
-[ "${TESTS:-1}" = 1 ] && PYTHONPATH=$PYTHONPATH:/tmp/site timeout 140 python3 -m pytest -q -m gpu tests/evaluate/test_gpu.py -k "chunks or autotuning or op_by_op or side_stream" -p no:cacheprovider > $OUT/gputest.txt 2>&1; echo "rc $?" >> $OUT/gputest.txt
+[ "${TESTS:-1}" = 1 ] && PYTHONPATH=$PYTHONPATH:/tmp/site timeout 140 python3 -m pytest -q -m gpu tests/evaluate/test_gpu.py -k "chunks or autotuning or op_by_op or side_stream or waits_sleep or gpu_only_known_bad" -p no:cacheprovider > $OUT/gputest.txt 2>&1; echo "rc $?" >> $OUT/gputest.txt
 T=$(python3 -c "from kbx.suite import load_suite; print(','.join(list(load_suite())[::${EVERY:-6}]))")
-timeout ${LIMIT:-390} python3 benchmarks/harness_throughput.py --phase all --profile --jobs 16 --tasks "$T" --work runs/d --cache runs/d --triton-cache $PWD/runs/d/tc --keep runs/d/keep --out $OUT/diag.json > $OUT/diag-log.txt 2>&1; echo "rc $?" >> $OUT/diag-log.txt
+pin=(); [ -n "${CPUS:-}" ] && pin=(taskset -c "$CPUS")
+timeout ${LIMIT:-390} "${pin[@]}" python3 benchmarks/harness_throughput.py --phase all --profile --jobs 16 --tasks "$T" --work runs/d --cache runs/d --triton-cache $PWD/runs/d/tc --keep runs/d/keep --out $OUT/diag.json > $OUT/diag-log.txt 2>&1; echo "rc $?" >> $OUT/diag-log.txt
 for r in cold warm1 warm2; do python3 -c "
 import json; from pathlib import Path; from kbx.report import load_records
 run=Path('runs/d/$r')

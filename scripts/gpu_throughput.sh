@@ -18,12 +18,13 @@
 # GPUS (default 0) picks the GPU of cold and warm; CPUS (e.g. 0-15) pins the run to those cores
 # with taskset, so that one GPU of a two-GPU host runs with the cores of a one-GPU machine.
 # Each step writes to $OUT (at most 8 files): its log, the figures JSON, each run's records (also
-# of a run cut off by LIMIT, read from its store) and the GPU lock's report for the first run.
+# of a run cut off by LIMIT, read from its store), the baseline cache, and $STEP-locks.tgz with
+# the GPU lock's report and raw hold logs of the first run.
 set -uo pipefail
 STEP=${1:?usage: gpu_throughput.sh cold|warm|x2cold|x2}
 OUT=${OUT:-gpu-out}; LIMIT=${LIMIT:-570}; JOBS=${JOBS:-16}; GPUS=${GPUS:-0}
 mkdir -p "$OUT" runs/tp
-export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
+export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1
 bash scripts/gpu_env.sh > "$OUT/env-$STEP.txt" 2>&1
 common=(--jobs "$JOBS" --work runs/tp/work --cache runs/tp --triton-cache "$PWD/runs/tp/tc"
         --keep runs/tp/keep)
@@ -60,8 +61,10 @@ if (run / 'kbx.sqlite').exists() or (run / 'results.jsonl').exists():
     print('$run:', len(records), 'records')
 " >> "$OUT/$STEP-log.txt" 2>&1
 done
-log=runs/tp/work/${runs[0]}/gpu0.lock.log
-[ -f "$log" ] && python3 scripts/lock_report.py "$log" 30 > "$OUT/$STEP-lockreport.txt" 2>&1
+log=runs/tp/work/${runs[0]}/gpu0.lock.log  # the report and the raw hold logs, for a closer look
+[ -f "$log" ] && python3 scripts/lock_report.py "$log" 30 > "runs/tp/$STEP-lockreport.txt" 2>&1
+tar czf "$OUT/$STEP-locks.tgz" -C runs/tp "$STEP-lockreport.txt" \
+  $(cd runs/tp && ls work/${runs[0]}/gpu*.lock.log 2>/dev/null) 2>/dev/null
 cp runs/tp/throughput-h200*.json "$OUT/" 2>/dev/null
-[ "$STEP" = warm ] && cp runs/tp/baselines.sqlite "$OUT/" 2>/dev/null
+cp runs/tp/baselines.sqlite "$OUT/" 2>/dev/null  # carry it to a later machine
 tail -15 "$OUT/$STEP-log.txt"

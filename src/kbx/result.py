@@ -26,6 +26,7 @@ class CaseTiming:
     profiler_ms: float | None = None  # kernel time per call from the torch profiler, if asked
     phases_ms: dict[str, float] | None = None  # the child's wall time per part of the timing
     fresh_ms: float | None = None  # fastest call on never-seen contents (the reuse probe)
+    seen_ms: float | None = None  # fastest call on seen contents made beside the probe's
 
     @property
     def speedup(self) -> float:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import queue
 import statistics
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
@@ -16,13 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from kbx.candidate import Candidate, read_source
-from kbx.evaluate import perf
+from kbx.evaluate import cores, gpuops, gpuwait, perf
 from kbx.evaluate.pipeline import EvalConfig, evaluate
 from kbx.result import Result
 from kbx.store import Store, export
 from kbx.suite import select
-
-SWITCH_INTERVAL_S = 2e-4  # CPython's default, 5 ms, would stall a timing thread's next launch
 
 
 class Scheduler:
@@ -32,6 +29,7 @@ class Scheduler:
     def __init__(self, cfg: EvalConfig, jobs: int, gpus: list[int] | None = None) -> None:
         self.cfg, self.jobs = cfg, max(1, jobs)
         choices: list[int | None] = list(gpus) if gpus else [None]
+        self.gpus = choices
         self.slots: queue.Queue[int | None] = queue.Queue()
         for i in range(self.jobs):
             self.slots.put(choices[i % len(choices)])
@@ -44,6 +42,18 @@ class Scheduler:
             self.slots.put(gpu)
 
     def run(self, candidates: Iterable[Candidate]) -> Iterator[tuple[Candidate, Result]]:
+        if self.cfg.device.startswith("cuda"):
+            # Before any thread: the first operation under a dispatch mode imports torch._dynamo
+            # and more, which register operators; on the H200 (torch 2.11) that import, begun by
+            # 16 reference threads at once while others dispatched, crashed the process
+            # (segfault, 2026-11-30).  The fork server does the same for its children.
+            gpuops.preload()
+            gpuwait.asleep()  # its threads wait for the GPU without spinning a core each
+            cores.reserve(self.gpus)  # a core per GPU for its timing turns, the rest for all else
+            for gpu in self.gpus:
+                sandbox = replace(self.cfg, gpu=gpu).sandbox()
+                lock = str(sandbox.lock_path) if sandbox.lock_path else None
+                cores.register(lock, cores.for_gpu(gpu))
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
             pending: dict[Future[Result], Candidate] = {}
             for cand in candidates:
@@ -104,8 +114,6 @@ def run_eval(
     gpus: list[int] | None = None,
 ) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    if cfg.timed:  # eager baselines are timed in a job thread: others must yield the GIL soon
-        sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL_S))
     store = Store(out_dir / "kbx.sqlite")
     try:
         plan = plan_run(source, store, pattern)

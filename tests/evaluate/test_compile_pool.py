@@ -73,4 +73,4 @@ def test_a_failed_worker_leaves_the_task_to_a_process_of_its_own(monkeypatch):
 
     monkeypatch.setattr(compile_pool.POOL, "ask", failing)
     with pytest.raises(RuntimeError, match="baseline process for Math/add failed"):
-        perf.compile_in_process(find("Math/add"), [(0, "compile")], None, None)
+        perf.in_worker(find("Math/add"), [(0, "eager"), (0, "compile")], None, None)

@@ -122,3 +122,30 @@ def test_inputs_built_op_by_op_under_the_lock_are_the_same_inputs(tmp_path):
             assert not isinstance(a, torch.Tensor) or torch.equal(a, b), task_id
     holds = [json.loads(x) for x in Path(lock + ".log").read_text().splitlines()]
     assert holds and all(h["what"] == "inputs made" and h["mode"] == "sh" for h in holds)
+
+
+def test_waits_sleep_outside_the_timing_turn_and_spin_inside_it(tmp_path):
+    """A process that went asleep (``gpuwait``) waits ~1 s for the GPU on almost no CPU; in an
+    exclusive hold it spins, so its clock's host wake-up stays as calibrated."""
+    import subprocess
+    import sys
+
+    code = f"""
+import json, time, torch
+from kbx.evaluate import gpulock, gpuwait
+torch.cuda.synchronize()
+assert gpuwait.asleep()
+def wait():
+    c = time.process_time()
+    torch.cuda._sleep(2_000_000_000)
+    torch.cuda.synchronize()
+    return time.process_time() - c
+asleep = wait()
+with gpulock.exclusive({str(tmp_path / "gpu0.lock")!r}, "timing"):
+    spun = wait()
+print(json.dumps([asleep, spun, wait()]))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    asleep, spun, after = __import__("json").loads(out.stdout.strip().splitlines()[-1])
+    assert asleep < 0.2 and after < 0.2, (asleep, after)
+    assert spun > 0.5, spun

@@ -35,19 +35,20 @@ def test_roofline_rejects_impossible_times_and_reports_throughput():
 
 
 def test_baselines_are_measured_once_then_come_from_the_cache(tmp_path, monkeypatch):
-    """Eager is measured in this process, torch.compile by the baseline process; a later run
-    (empty memory, same cache file) measures nothing."""
-    from kbx.evaluate import baseline, perf
+    """Every baseline is measured by a baseline process, eager too; a later run (empty memory,
+    same cache file) measures nothing."""
+    from kbx.evaluate import perf
     from kbx.suite import find
 
     task = find("Math/rsqrt")
     calls = []
     monkeypatch.setattr(perf, "baseline_key", lambda t, i, k: f"{t.id}|{i}|{k}")
-    monkeypatch.setattr(baseline, "measure", lambda t, i, k, lock: calls.append((i, k)) or 1.0 + i)
     monkeypatch.setattr(
         perf,
-        "compile_in_process",
-        lambda t, wanted, lock, gpu: calls.extend(wanted) or {w: None for w in wanted},
+        "in_worker",
+        lambda t, wanted, lock, gpu: (
+            calls.extend(wanted) or {(i, k): (1.0 + i if k == "eager" else None) for i, k in wanted}
+        ),
     )
     monkeypatch.setattr(perf, "_memory", {})
     cache = perf.BaselineCache(tmp_path / "b.sqlite")
@@ -102,15 +103,19 @@ def test_timed_calls_far_faster_than_calls_on_new_contents_are_too_fast(monkeypa
     task = find("MatrixMultiply/matmul")
     monkeypatch.setattr(perf, "baseline_ms", lambda *a, **k: {(i, "eager"): 3.0 for i in range(9)})
 
-    def timings(median: float, fresh: float) -> list[dict]:
-        return [{"median_ms": median, "reps": 10, "fresh_ms": fresh} for _ in task.bench]
+    def timings(median: float, fresh: float, seen: float | None = None) -> list[dict]:
+        report = {"median_ms": median, "reps": 10, "fresh_ms": fresh, "seen_ms": seen}
+        return [dict(report) for _ in task.bench]
 
-    cases, _, _ = perf.speedups(task, timings(1.0, 1.08), None, with_compile=False)
-    assert cases[0].fresh_ms == 1.08
+    cases, _, _ = perf.speedups(task, timings(1.0, 1.08, 1.0), None, with_compile=False)
+    assert cases[0].fresh_ms == 1.08 and cases[0].seen_ms == 1.0
     perf.speedups(task, timings(0.004, 0.012), None, with_compile=False)  # noise-sized calls
-    with pytest.raises(Reject) as err:
-        perf.speedups(task, timings(0.24, 2.9), None, with_compile=False)
-    assert err.value.verdict == Verdict.TOO_FAST and "reused" in err.value.detail
+    # a stall during the probe slowed the seen calls beside the fresh ones: not reuse
+    perf.speedups(task, timings(0.24, 2.9, 2.8), None, with_compile=False)
+    for seen in (None, 0.25):  # no seen calls reported, or fast ones: reuse
+        with pytest.raises(Reject) as err:
+            perf.speedups(task, timings(0.24, 2.9, seen), None, with_compile=False)
+        assert err.value.verdict == Verdict.TOO_FAST and "reused" in err.value.detail
 
 
 def test_baselines_are_fetched_in_the_background_and_failures_left_for_later(monkeypatch):

@@ -246,7 +246,7 @@ def test_the_probe_times_contents_never_seen_so_a_content_cache_shows(monkeypatc
         return torch.rsqrt(x)
 
     t, out, variant = benchtime.time_case(task, case, a, honest, b, probe=True)
-    assert t.median_ms == 1.0 and benchtime.PROBE["fresh_ms"] == 1.0
+    assert t.median_ms == 1.0 and benchtime.PROBE == {"fresh_ms": 1.0, "seen_ms": 1.0}
     assert torch.equal(out[0], torch.rsqrt((a, b)[variant].args[0]))
 
     cache: dict[float, torch.Tensor] = {}
@@ -259,7 +259,7 @@ def test_the_probe_times_contents_never_seen_so_a_content_cache_shows(monkeypatc
         return cache[key]
 
     t, out, variant = benchtime.time_case(task, case, a, by_contents, b, probe=True)
-    assert t.median_ms == 0.05 and benchtime.PROBE["fresh_ms"] == 1.0
+    assert t.median_ms == 0.05 and benchtime.PROBE == {"fresh_ms": 1.0, "seen_ms": 0.05}
     assert torch.equal(out[0], torch.rsqrt((a, b)[variant].args[0]))  # correct, only cached
 
 
@@ -353,10 +353,46 @@ def test_a_probe_round_that_stalled_is_retried_on_new_contents(monkeypatch):
         x.copy_(t)  # what the probe handed over
 
     times = [5.0, 1.0, 1.0]  # a stall, then the real cost
-    assert benchtime.fresh_ms(inputs, entry, 0, timed_ms=1.0) == 1.0 and len(rounds) == 2
-    assert rounds[1] < rounds[0]  # the second round saw contents the first had not
+    assert benchtime.fresh_ms(inputs, entry, 0, timed_ms=1.0) == (1.0, None)
+    assert len(rounds) == 2 and rounds[1] < rounds[0]  # the second round saw new contents
 
     times, rounds[:] = [5.0, 5.0, 5.0], []  # a cache: slow on new contents every round
-    assert benchtime.fresh_ms(inputs, entry, 0, timed_ms=1.0) == 5.0
+    assert benchtime.fresh_ms(inputs, entry, 0, timed_ms=1.0) == (5.0, None)
     assert len(rounds) == benchtime.PROBE_ROUNDS
     assert benchtime.looks_reused(1.0, 5.0) and not benchtime.looks_reused(1.0, 1.5)
+
+
+def test_seen_calls_beside_the_probe_tell_a_stall_from_a_cache(monkeypatch):
+    """Each probe round is flanked by calls on seen contents: a stall that lasts the whole
+    probe slows them as much as the fresh calls (one round, not suspect); a content cache keeps
+    them fast, and every round stays suspect."""
+    import torch
+
+    from kbx.evaluate import benchtime, timing
+    from kbx.task import Inputs
+
+    made: list[str] = []
+
+    def time_fixed(call, prepare, reps):
+        for k in range(reps):
+            prepare(k)
+            call()
+        kind = "seen" if call is seen_call else "fresh"
+        made.append(kind)
+        return cost[kind]
+
+    def seen_call() -> None:
+        pass
+
+    monkeypatch.setattr(timing, "time_fixed", time_fixed)
+    inputs = Inputs((torch.ones(4),))
+    cost = {"seen": 5.0, "fresh": 5.2}  # the GPU slow all along, for both kinds of call
+    got = benchtime.fresh_ms(inputs, lambda t: None, 0, 1.0, (seen_call, lambda k: None))
+    assert got == (5.2, 5.0) and made == ["seen", "fresh", "seen"]
+    assert not benchtime.suspect(1.0, *got)
+
+    made.clear()
+    cost = {"seen": 1.0, "fresh": 5.0}  # cached on contents: fast on seen ones only
+    got = benchtime.fresh_ms(inputs, lambda t: None, 0, 1.0, (seen_call, lambda k: None))
+    assert got == (5.0, 1.0) and len(made) == 3 * benchtime.PROBE_ROUNDS
+    assert benchtime.suspect(1.0, *got)

@@ -1,13 +1,12 @@
 """Timing of the PyTorch baselines (eager, ``torch.compile``) of one task's reference.
 
-``measure`` times one baseline; the parent calls it for eager.  torch.compile runs here as a
-trusted process of its own, ``python -m kbx.evaluate.baseline TASK_ID KINDS CASES LOCK``
-(started by ``perf.py``), which prints one JSON object ``{"<case>:<kind>": ms or null}``, or
-with ``--serve`` answers such requests one per line (``compile_pool``), task after task: its
-tracing is neither thread-safe nor free of the GIL, so it must not run in the parent's job
-threads, and a process per task in flight lets several tasks compile at once without sharing
-dynamo's state (reset before each compile).  Only kbx and torch are imported here, never a
-candidate.
+Runs as a trusted process of its own, never in the parent: ``python -m kbx.evaluate.baseline
+TASK_ID KINDS CASES LOCK [CORE]`` prints one JSON object ``{"<case>:<kind>": ms or null}``, and
+with ``--serve`` it answers such requests one per line (``compile_pool``), task after task.
+torch.compile's tracing is neither thread-safe nor free of the GIL, and eager's timed calls in
+the parent waited on the GIL behind its job threads (``perf.in_worker``); a process per task in
+flight lets several tasks compile at once without sharing dynamo's state (reset before each
+compile).  Only kbx and torch are imported here, never a candidate.
 """
 
 from __future__ import annotations
@@ -19,15 +18,18 @@ from typing import Any
 
 import torch
 
+from kbx.evaluate import cores, gpuwait
 from kbx.evaluate.benchtime import time_case
 from kbx.evaluate.gpulock import exclusive, shared
 from kbx.evaluate.gpuops import gpu_ops_locked
 from kbx.evaluate.runner import fresh_arguments, full_fp32
 from kbx.suite import find
-from kbx.task import Task
+from kbx.task import Inputs, Task
 
 
-def measure(task: Task, index: int, kind: str, lock: str | None) -> float | None:
+def measure(
+    task: Task, index: int, kind: str, lock: str | None, inputs: Inputs | None = None
+) -> float | None:
     """Median ms of one baseline on one benchmark case, with the candidates' timing engine.
 
     torch.compile compiles on a first call without the lock (seconds of CPU; its single run of
@@ -35,8 +37,8 @@ def measure(task: Task, index: int, kind: str, lock: str | None) -> float | None
     under the shared lock, alongside other GPU work, and take the exclusive lock only for their
     timed calls.  A reference that torch.compile cannot handle gives None."""
     case = task.bench[index]
-    with gpu_ops_locked(lock, "baseline inputs"):  # GPU work: not during another's timing
-        inputs = task.make_inputs(case, "cuda")
+    if inputs is None:
+        inputs = case_inputs(task, index, lock)
     fn: Callable[..., Any] = task.reference
     try:
         with torch.no_grad():
@@ -62,20 +64,34 @@ def measure(task: Task, index: int, kind: str, lock: str | None) -> float | None
     return timing.median_ms
 
 
-def measure_all(task_id: str, kinds: str, cases: str, lock: str) -> dict[str, float | None]:
+def case_inputs(task: Task, index: int, lock: str | None) -> Inputs:
+    with gpu_ops_locked(lock, "baseline inputs"):  # GPU work: not during another's timing
+        return task.make_inputs(task.bench[index], "cuda")
+
+
+def measure_all(
+    task_id: str, kinds: str, cases: str, lock: str, core: str = ""
+) -> dict[str, float | None]:
+    """Each case's inputs are built once for all its kinds (seconds of float64 CPU work for
+    the linear-algebra tasks); every call gets fresh copies of them.  ``core``: where the
+    timing turns run (``cores``; empty: where the process is)."""
+    cores.register(lock or None, int(core) if core else None)
     task = find(task_id)
     if task is None:
         raise ValueError(f"no task {task_id}")
     out: dict[str, float | None] = {}
-    for kind in kinds.split(","):
-        for index in (int(i) for i in cases.split(",")):
-            out[f"{index}:{kind}"] = measure(task, index, kind, lock or None)
+    for index in (int(i) for i in cases.split(",")):
+        inputs = case_inputs(task, index, lock or None)
+        for kind in kinds.split(","):
+            out[f"{index}:{kind}"] = measure(task, index, kind, lock or None, inputs)
+        del inputs
     return out
 
 
-def main(task_id: str, kinds: str, cases: str, lock: str) -> int:
+def main(task_id: str, kinds: str, cases: str, lock: str, core: str = "") -> int:
     full_fp32()
-    print(json.dumps(measure_all(task_id, kinds, cases, lock)))
+    gpuwait.asleep()  # waits sleep, except in the timing turns (``gpuwait``)
+    print(json.dumps(measure_all(task_id, kinds, cases, lock, core)))
     return 0
 
 
@@ -85,11 +101,16 @@ def serve() -> int:
     from kbx.evaluate.compile_pool import MARK
 
     full_fp32()
+    gpuwait.asleep()  # waits sleep, except in the timing turns (``gpuwait``)
     for line in sys.stdin:
         try:
             request = json.loads(line)
             found = measure_all(
-                request["task"], request["kinds"], request["cases"], request.get("lock") or ""
+                request["task"],
+                request["kinds"],
+                request["cases"],
+                request.get("lock") or "",
+                request.get("core") or "",
             )
             reply: dict[str, object] = {"ok": found}
         except Exception as exc:  # noqa: BLE001 - reported to the parent, which raises it
@@ -104,4 +125,4 @@ def serve() -> int:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--serve"]:
         raise SystemExit(serve())
-    raise SystemExit(main(*sys.argv[1:5]))
+    raise SystemExit(main(*sys.argv[1:6]))

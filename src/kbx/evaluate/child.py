@@ -43,7 +43,7 @@ def main(job_path: str, msg_fd: int | None = None) -> int:
         os.environ["TRITON_INTERPRET"] = "1"  # must precede the first import of triton
     import torch
 
-    from kbx.evaluate import benchtime, gpulock, gpuops, launches, runner
+    from kbx.evaluate import benchtime, cores, gpulock, gpuops, gpuwait, launches, runner
     from kbx.suite import find
 
     runner.full_fp32()
@@ -52,8 +52,10 @@ def main(job_path: str, msg_fd: int | None = None) -> int:
         channel.send("harness_error", detail=f"task {job['task_id']} not found in the child")
         return 0
     gpulock.ON_WAIT.append(lambda waiting: channel.send("wait" if waiting else "go"))
+    cores.register(job.get("lock"), job.get("timing_core"))
     if job["device"] == "cuda":  # the context first, unlocked: a second of driver work and
         torch.cuda.synchronize()  # no kernel (creating it runs nothing on the GPU)
+        gpuwait.asleep()  # waits for the GPU sleep, except in the timing turn (``gpuwait``)
 
     def guard() -> AbstractContextManager[Any]:
         return gpuops.gpu_ops_locked(job.get("lock"), "inputs made")

@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
+from kbx.evaluate import cores, gpuwait
+
 _held = threading.local()  # this thread's mode ("ex" or "sh") and depth
 # Called with True before a wait that would block and False after it (the child tells its
 # parent, so that time spent queueing for the GPU is not counted against the candidate).
@@ -80,6 +82,8 @@ class exclusive:
         self.what = what  # for the hold log: what the holder was doing
         self.files: list[TextIO] = []
         self.since = (0.0, 0.0)  # when the wait began and when the lock was got
+        self.spins = False  # a timing turn: this process spins while it waits for the GPU
+        self.moved: set[int] | None = None  # ... and its thread runs on the GPU's own core
 
     mode = "ex"
 
@@ -90,6 +94,9 @@ class exclusive:
             self.since = (asked, time.monotonic())
             _held.waited = waited_s() + self.since[1] - asked
             _held.mode = self.mode
+            if self.mode == "ex":  # the timing turn's host side
+                self.spins = gpuwait.begin_turn()
+                self.moved = cores.begin_turn(self.path)
         elif self.path and self.mode == "ex" and getattr(_held, "mode", "ex") == "sh":
             raise RuntimeError("the GPU lock cannot be upgraded from shared to exclusive")
         _held.depth = _depth() + 1
@@ -104,6 +111,9 @@ class exclusive:
 
     def __exit__(self, *exc: object) -> None:
         _held.depth = _depth() - 1
+        cores.end_turn(self.moved)
+        gpuwait.end_turn(self.spins)
+        self.spins, self.moved = False, None
         for f in self.files:  # the main lock first, then the gate
             fcntl.flock(f, fcntl.LOCK_UN)
             f.close()

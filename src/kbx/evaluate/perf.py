@@ -2,9 +2,9 @@
 
 The candidate's benchmark cases are timed in its child (``benchtime.time_bench``); the baselines,
 PyTorch eager and ``torch.compile`` (default mode) of the task's reference, are timed with the
-same engine and under the same per-GPU lock: eager here in the parent, torch.compile in trusted
-worker processes kept between tasks (``compile_pool``, ``baseline.py``).  They are cached in
-memory for the run and, with ``BaselineCache``, across runs, keyed by GPU, driver, torch,
+same engine and under the same per-GPU lock, both in trusted worker processes kept between tasks
+(``compile_pool``, ``baseline.py``), never in the parent, whose threads share one GIL.  They are
+cached in memory for the run and, with ``BaselineCache``, across runs, keyed by GPU, driver, torch,
 triton, task id and version, case and baseline kind: a number measured under other software is
 never reused.
 """
@@ -23,8 +23,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from kbx.evaluate import baseline, compile_pool
-from kbx.evaluate.benchtime import looks_reused
+from kbx.evaluate import compile_pool, cores
+from kbx.evaluate.benchtime import suspect
 from kbx.evaluate.gpulock import exclusive
 from kbx.evaluate.runner import on_gpu
 from kbx.evaluate.sandbox import KBX_PATH, visible_gpu
@@ -91,32 +91,23 @@ def baseline_key(task: Task, index: int, kind: str) -> str:
     return json.dumps(parts, sort_keys=True)
 
 
-def measure_task(
+def in_worker(
     task: Task, wanted: list[tuple[int, str]], lock_path: str | None, gpu: int | None
 ) -> dict[tuple[int, str], float | None]:
-    """Measure some (case, kind) pairs of one task: eager here (the parent is trusted and has
-    its CUDA context already), torch.compile in the trusted baseline process."""
-    got: dict[tuple[int, str], float | None] = {
-        (i, k): baseline.measure(task, i, k, lock_path) for i, k in wanted if k == "eager"
-    }
-    rest = [(i, k) for i, k in wanted if k != "eager"]
-    if rest:
-        got.update(compile_in_process(task, rest, lock_path, gpu))
-    return got
-
-
-def compile_in_process(
-    task: Task, wanted: list[tuple[int, str]], lock_path: str | None, gpu: int | None
-) -> dict[tuple[int, str], float | None]:
-    """Measure some (case, kind) pairs in a trusted baseline process (``baseline.py``): a
-    worker of ``compile_pool`` kept between tasks, or, if that worker fails to answer, a
-    process of its own."""
+    """Measure some (case, kind) pairs of one task in a trusted baseline process
+    (``baseline.py``): a worker of ``compile_pool`` kept between tasks, or, if that worker fails
+    to answer, a process of its own.  Eager too: timed in the parent's threads, its timed calls
+    shared one GIL with every job thread's and prefetch's Python (the dispatch mode runs Python
+    for each operation): exclusive eager holds lasted up to 45 s (13 s at most in a one-GPU run
+    before), and both GPUs' work waited behind them (H200 x2, cold run, 2026-11-30)."""
     env = dict(os.environ, TORCHINDUCTOR_COMPILE_THREADS="1", PYTHONPATH=KBX_PATH)
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = visible_gpu(gpu)
     kinds = ",".join(sorted({k for _, k in wanted}))
     cases = ",".join(str(i) for i in sorted({i for i, _ in wanted}))
     request = {"task": task.id, "kinds": kinds, "cases": cases, "lock": lock_path or ""}
+    core = cores.for_gpu(gpu)
+    request["core"] = "" if core is None else str(core)  # its timing turns' core (``cores``)
     try:
         reply = compile_pool.POOL.ask(gpu, env, request, BASELINE_TIMEOUT_S)
     except compile_pool.WorkerFailed:
@@ -130,7 +121,7 @@ def compile_in_process(
 
 def compile_once(request: dict[str, str], env: dict[str, str]) -> dict[str, float | None]:
     """A ``compile_pool`` request answered by a process started for it alone."""
-    args = [request[k] for k in ("task", "kinds", "cases", "lock")]
+    args = [request.get(k, "") for k in ("task", "kinds", "cases", "lock", "core")]
     cmd = [sys.executable, "-m", "kbx.evaluate.baseline", *args]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=BASELINE_TIMEOUT_S)
     if proc.returncode != 0:
@@ -160,17 +151,19 @@ def baseline_ms(
                 got[pair] = _memory[key] = ms
         missing = [pair for pair in keys if pair not in got]
         if missing:
-            for pair, ms in measure_task(task, missing, lock_path, gpu).items():
+            for pair, ms in in_worker(task, missing, lock_path, gpu).items():
                 if cache:
                     cache.put(keys[pair], ms)
                 got[pair] = _memory[keys[pair]] = ms
         return got
 
 
-# Baseline measurements started ahead of their candidates' results: enough for every job of a
-# run to have its task's in flight (at 8, a cold H200 run's jobs waited a median 19 s a task for
-# their baselines after their candidates were done: each task's take 20-40 s)
-PREFETCH_WORKERS = 64
+# Baseline measurements started ahead of their candidates' results, each in a worker process of
+# its own: at 8, a cold H200 run's jobs waited a median 19 s a task for their baselines after
+# their candidates were done (each task's take 20-40 s); at 64, on two H200s and 32 cores, 64
+# workers compiled at once beside 32 children and everything slowed (2026-11-30).  Half the
+# cores: torch.compile is a CPU-bound process.
+PREFETCH_WORKERS = max(4, len(os.sched_getaffinity(0)) // 2)
 _prefetcher = ThreadPoolExecutor(PREFETCH_WORKERS, thread_name_prefix="kbx-baselines")
 
 
@@ -233,11 +226,15 @@ def roofline(task: Task, index: int, kernel_ms: float, limits: Peaks) -> dict[st
     }
 
 
-def reused(task: Task, index: int, kernel_ms: float, fresh_ms: float) -> None:
+def reused(
+    task: Task, index: int, kernel_ms: float, fresh_ms: float, seen_ms: float | None = None
+) -> None:
     """``too_fast`` when the timed calls, which repeat contents the candidate has seen, ran far
-    faster than calls on contents it had never seen (``benchtime.time_case``'s probe): an
-    honest kernel does the same work on both, a result cache keyed on contents does not."""
-    if looks_reused(kernel_ms, fresh_ms):
+    faster than calls on contents it had never seen (``benchtime.time_case``'s probe), and so
+    did the calls on seen contents made beside those (``seen_ms``, when reported: a stall that
+    slowed the probe slows them too): an honest kernel does the same work on both, a result
+    cache keyed on contents does not."""
+    if suspect(kernel_ms, fresh_ms, seen_ms):
         raise Reject(
             Verdict.TOO_FAST,
             f"bench {index} ({task.bench[index].label()}): {kernel_ms:.4g} ms on inputs it had "
@@ -275,9 +272,11 @@ def speedups(
             raise Reject(Verdict.CRASHED, f"bench {i}: no valid timing")
         eager, compiled = base[(i, "eager")], base.get((i, "compile"))
         assert eager is not None
-        reused(task, i, kernel_ms, float(t["fresh_ms"]))
+        seen = t.get("seen_ms")
+        seen_ms = float(seen) if isinstance(seen, int | float) else None
+        reused(task, i, kernel_ms, float(t["fresh_ms"]), seen_ms)
         extra: dict[str, Any] = roofline(task, i, kernel_ms, limits) if limits else {}
-        extra["fresh_ms"] = float(t["fresh_ms"])
+        extra["fresh_ms"], extra["seen_ms"] = float(t["fresh_ms"]), seen_ms
         if t.get("profiler_ms") is not None:
             extra["profiler_ms"] = float(t["profiler_ms"])
         phases = t.get("phases_ms")  # the child's claim, kept for diagnosis only

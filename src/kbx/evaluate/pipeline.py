@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kbx.candidate import Candidate
-from kbx.evaluate import perf, reference
+from kbx.evaluate import cores, perf, reference
 from kbx.evaluate.gpulock import waited_s
 from kbx.evaluate.runner import on_gpu
 from kbx.evaluate.sandbox import Limits, SandboxConfig, run_child
@@ -64,6 +64,7 @@ class EvalConfig:
             gpu=self.gpu,
             profile=self.profile,
             fork=self.fork,
+            timing_core=cores.for_gpu(self.gpu) if self.device == "cuda" else None,
         )
 
     def device_context(self) -> contextlib.AbstractContextManager[Any]:

@@ -67,6 +67,7 @@ class SandboxConfig:
     gpu: int | None = None  # index among the parent's visible GPUs; None: the default one
     profile: bool = False  # also measure kernel time with the torch profiler (cross-check)
     fork: bool = True  # start children from the fork server (forkserver.py), not a new Python
+    timing_core: int | None = None  # the core its timing turn runs on (``cores``)
 
 
 @dataclass
@@ -157,6 +158,7 @@ class Child:
             "profile": self.cfg.profile,
             "msg_fd": write_fd,
             "lock": str(self.cfg.lock_path) if self.cfg.lock_path else None,
+            "timing_core": self.cfg.timing_core,
         }
         (self.workdir / "job.json").write_text(json.dumps(job))
         with (

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# A short check before a session's long GPU runs: the GPU tests of recent changes (TESTS=1), then
+# cold + two warm runs (the second with the profiler) over every EVERY-th task (default 8: the 23
+# tasks of h200-2026-11-30d/call2, 99.7 s cold and 29.7/32.1 s warm on one H200 at e995242's
+# parent), in caches of its own (runs/d and its own inductor cache) so that a later strict cold
+# run stays cold; prints verdict counts per run.  CPUS pins it (e.g. 0-15 on a two-GPU host).
+export TORCHINDUCTOR_CACHE_DIR=/tmp/inductor-sanity
+TESTS=${TESTS:-1} EVERY=${EVERY:-8} LIMIT=${LIMIT:-200} bash scripts/gpu_diag.sh
+for r in cold warm1 warm2; do
+  [ -f "$OUT/$r.jsonl" ] && python3 -c "
+import collections, json, sys
+rs = [json.loads(l) for l in open('$OUT/$r.jsonl')]
+print('$r', dict(collections.Counter(r['verdict'] for r in rs)),
+      [(r['task_id'], r['verdict'], r['detail'][:80]) for r in rs if r['verdict'] != 'passed'])
+"
+done

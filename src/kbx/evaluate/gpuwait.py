@@ -1,0 +1,93 @@
+"""How a kbx process waits for its GPU: asleep, except during a timing turn.
+
+By default CUDA spins a core in every process that waits for its GPU (a process has one context,
+fewer than the host's cores).  On the H200 a 1 s wait cost 1.01 s of CPU by default and 0.0014 s
+with the primary context set to blocking synchronisation, whether set before or after torch
+created the context (``benchmarks/sync_cpu.py``, docs/validation/h200-2026-11-30e/).  A run has
+tens of processes per GPU (children, baseline workers, the parent's threads) waiting for GPU
+work they share under the lock while others compile on the same cores, so every one of them
+waits asleep (``asleep``).  An exclusive hold, a timing turn, spins again (``gpulock``): the
+clock reads a call's device-wide end on the host after a wake-up calibrated once, and a
+sleeping thread wakes later and less predictably.
+
+The flags are set through the driver API on every device the process sees.  Without a driver
+(CPU machines) nothing happens.  Never call this in the fork server: the driver must not be
+initialised in a process that forks children.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any
+
+SCHED_MASK = 0x07  # CU_CTX_SCHED_*: auto 0, spin 1, yield 2, blocking sync 4
+SPIN, BLOCKING = 0x01, 0x04
+
+_state: dict[str, Any] = {"driver": None, "loaded": False, "mode": None}
+_lock = threading.Lock()
+
+
+def load_driver() -> Any:
+    """libcuda, initialised; None where there is none (or no device is visible)."""
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    return cuda if cuda.cuInit(0) == 0 else None
+
+
+def driver() -> Any:
+    with _lock:
+        if not _state["loaded"]:
+            _state["driver"], _state["loaded"] = load_driver(), True
+        return _state["driver"]
+
+
+def set_mode(sched: int) -> bool:
+    """Give every visible device's primary context the scheduling flag ``sched`` (its other
+    flags kept); False where there is no driver or a call failed."""
+    cuda = driver()
+    if cuda is None:
+        return False
+    with _lock:
+        if _state["mode"] == sched:
+            return True
+        count = ctypes.c_int()
+        if cuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
+            return False
+        ok = True
+        for ordinal in range(count.value):
+            dev, flags, active = ctypes.c_int(), ctypes.c_uint(), ctypes.c_int()
+            if cuda.cuDeviceGet(ctypes.byref(dev), ordinal) != 0:
+                ok = False
+                continue
+            if cuda.cuDevicePrimaryCtxGetState(dev, ctypes.byref(flags), ctypes.byref(active)):
+                ok = False
+                continue
+            new = (flags.value & ~SCHED_MASK) | sched
+            setter = getattr(cuda, "cuDevicePrimaryCtxSetFlags_v2", None)
+            if setter is None:
+                setter = cuda.cuDevicePrimaryCtxSetFlags
+            ok = setter(dev, new) == 0 and ok
+        _state["mode"] = sched if ok else None
+        return ok
+
+
+def asleep() -> bool:
+    """From now on this process's threads sleep while they wait for the GPU."""
+    return set_mode(BLOCKING)
+
+
+def begin_turn() -> bool:
+    """At an exclusive hold: spin, if this process waits asleep (``asleep`` was called);
+    whether it switched, for ``end_turn``."""
+    with _lock:
+        if _state["mode"] != BLOCKING:
+            return False
+    return set_mode(SPIN)
+
+
+def end_turn(switched: bool) -> None:
+    if switched:
+        asleep()
