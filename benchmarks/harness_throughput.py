@@ -13,7 +13,8 @@ Repeatability: median over tasks of |log(speedup warm 1 / speedup warm 2)|.  Wit
 warm run 2 also times every case with the torch profiler (after its event timing, which it
 does not disturb) and reports the fraction of cases over 50 us whose event timing is within 10%
 of the profiler's kernel time.  --work keeps the runs' stores (records survive a time limit);
---prime adds an untimed run before the warm ones to fill the --triton-cache.
+--prime adds an untimed run before the warm ones to fill the --triton-cache.  cpu_busy_cold and
+cpu_busy_warm: the share of the run's cores that was busy (not idle) over each run.
 """
 
 from __future__ import annotations
@@ -38,6 +39,25 @@ from kbx.hardware import fingerprint
 from kbx.runs import run_eval
 
 ROOT = Path(__file__).resolve().parent.parent
+CORES = sorted(os.sched_getaffinity(0))  # the CPUs this run may use (taskset), before kbx keeps
+# one per GPU for its timing turns (kbx.evaluate.cores)
+
+
+def cpu_times() -> tuple[int, int]:
+    """Busy and total jiffies so far of CORES (``/proc/stat``; zeros where there is none)."""
+    busy = total = 0
+    try:
+        lines = Path("/proc/stat").read_text().splitlines()
+    except OSError:
+        return 0, 0
+    wanted = {f"cpu{c}" for c in CORES}
+    for line in lines:
+        name, *fields = line.split()
+        if name in wanted:
+            ticks = [int(f) for f in fields[:8]]
+            total += sum(ticks)
+            busy += sum(ticks) - ticks[3] - ticks[4]  # less idle and iowait
+    return busy, total
 
 
 def one_run(out: Path, cache: Path, args: argparse.Namespace, profile: bool = False) -> dict:
@@ -51,7 +71,7 @@ def one_run(out: Path, cache: Path, args: argparse.Namespace, profile: bool = Fa
     )
     gpus = [int(g) for g in args.gpus.split(",")]
     shutil.rmtree(out, ignore_errors=True)  # a store left by an earlier run would be resumed
-    started = time.monotonic()
+    started, cpu_before = time.monotonic(), cpu_times()
     done = {"n": 0}
 
     def tick(result: Any) -> None:
@@ -68,18 +88,20 @@ def one_run(out: Path, cache: Path, args: argparse.Namespace, profile: bool = Fa
         on_result=tick,
         gpus=gpus,
     )
-    wall = time.monotonic() - started
+    wall, cpu_after = time.monotonic() - started, cpu_times()
+    ticks = cpu_after[1] - cpu_before[1]
+    cpu_busy = round((cpu_after[0] - cpu_before[0]) / ticks, 3) if ticks > 0 else None
     records = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
     stages: dict[str, float] = defaultdict(float)
     for r in records:
         for k, v in (r.get("stage_s") or {}).items():
             stages[k] += v
-    print(f"{out.name}: {wall:.1f} s wall, {summary['counts']}", flush=True)
+    print(f"{out.name}: {wall:.1f} s wall, {summary['counts']}, cores busy {cpu_busy}", flush=True)
     if args.keep:  # what held the GPU lock (scripts/lock_report.py)
         for log in out.glob("gpu*.lock.log"):
             args.keep.mkdir(parents=True, exist_ok=True)
             shutil.copy(log, args.keep / f"{out.name}-{log.name}")
-    return {"wall_s": wall, "records": records, "stage_s": dict(stages)}
+    return {"wall_s": wall, "records": records, "stage_s": dict(stages), "cpu_busy": cpu_busy}
 
 
 def repeatability(a: list[dict], b: list[dict]) -> float | None:
@@ -175,6 +197,7 @@ def main() -> int:
             figures["cold_cached_kernels"] = kernels
             keep(cold, args.keep, "cold")
             figures.update(cold_s=round(cold["wall_s"], 1), stages_cold_s=cold["stage_s"])
+            figures["cpu_busy_cold"] = cold["cpu_busy"]  # share of the run's cores kept busy
             figures["passed_cold"] = passed(cold)
             write(args, figures)
         if args.phase in ("all", "warm"):
@@ -184,6 +207,7 @@ def main() -> int:
             warm = one_run(base / "warm1", cache, args)
             keep(warm, args.keep, "warm1")
             figures.update(warm_s=round(warm["wall_s"], 1), stages_warm_s=warm["stage_s"])
+            figures["cpu_busy_warm"] = warm["cpu_busy"]
             write(args, figures)  # a second run cut off by a time limit leaves the first's figures
             if args.warm_runs < 2:
                 figures.update(passed_warm=passed(warm), candidates=len(warm["records"]))
@@ -216,7 +240,7 @@ def finish(args: argparse.Namespace, figures: dict[str, Any]) -> int:
         triton=fp["triton"],
         date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         jobs_per_gpu=args.jobs,
-        cores=len(os.sched_getaffinity(0)),  # the CPUs this run could use (taskset)
+        cores=len(CORES),  # the CPUs this run could use (taskset)
         shared_triton_cache=args.triton_cache is not None,
         src_sha256=source_hash(),  # the code that ran, where a copied tree's .git is stale
         git=subprocess.run(

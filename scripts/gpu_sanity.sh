@@ -14,3 +14,8 @@ print('$r', dict(collections.Counter(r['verdict'] for r in rs)),
       [(r['task_id'], r['verdict'], r['detail'][:80]) for r in rs if r['verdict'] != 'passed'])
 "
 done
+for r in cold warm1; do  # timings against the committed reference run's
+  [ -f "$OUT/$r.jsonl" ] && { echo "== drift of $r"; python3 scripts/timing_drift.py \
+    docs/validation/reference-h200.jsonl "$OUT/$r.jsonl" 5; }
+done
+grep -h "wall" "$OUT/diag-log.txt" 2>/dev/null

@@ -1,17 +1,44 @@
 """What held the GPU lock during a run, from the hold log the lock writes next to itself.
 
 Usage: python scripts/lock_report.py RUN_DIR/gpu0.lock.log [SECONDS]
-Prints, per mode and purpose, how many holds, their total and longest hold and the total wait
-before them; then the holds of the first SECONDS (default 60) of the run, in order, to show what
-a slow start queued behind.  Purposes: timing (a candidate's exclusive turn), eager/compile
-<task> (a baseline), peaks, check (the parent's reference outputs and comparison), inputs made,
-inputs in, outputs out, timed outputs out, refill, launch, autotune.
+Prints the share of the run in which the GPU was held exclusively, only shared, or by nothing
+logged, and in which a timing waited for shared holders to finish while newcomers queued behind
+it (the lock prefers writers); per mode and purpose, how many holds, their total and longest
+hold and the total wait before them; then the holds of the first SECONDS (default 60) of the
+run, in order, to show what a slow start queued behind.  Shared holds under 50 ms are not
+logged, so the shared share is a lower bound.  Purposes: timing (a candidate's exclusive turn),
+eager/compile <task> (a baseline), peaks, check (the parent's reference outputs and comparison),
+inputs made, inputs in, outputs out, timed outputs out, refill, launch, autotune.
 """
 
 import json
 import sys
 
 import pandas as pd
+
+
+def shares(holds: pd.DataFrame) -> dict[str, float]:
+    """Shares of the span from the first request to the last release: exclusive held, shared
+    held only, neither, and a timing waiting on shared holders (a sweep over the holds)."""
+    began = holds["t"] - holds["held_s"]
+    events = []  # (time, exclusive held, shared held, timings waiting) deltas
+    for (_, row), start in zip(holds.iterrows(), began, strict=True):
+        ex = row["mode"] == "ex"
+        events += [(start, int(ex), int(not ex), 0), (row["t"], -int(ex), -int(not ex), 0)]
+        if ex and row["waited_s"] > 0:
+            events += [(start - row["waited_s"], 0, 0, 1), (start, 0, 0, -1)]
+    events.sort()
+    spent = {"exclusive": 0.0, "shared only": 0.0, "nothing": 0.0, "timing draining": 0.0}
+    ex = sh = waiting = 0
+    for (t0, dex, dsh, dwait), (t1, *_) in zip(events, events[1:], strict=False):
+        ex, sh, waiting = ex + dex, sh + dsh, waiting + dwait
+        span = t1 - t0
+        key = "exclusive" if ex else "shared only" if sh else "nothing"
+        spent[key] += span
+        if not ex and sh and waiting:
+            spent["timing draining"] += span
+    total = events[-1][0] - events[0][0]
+    return {k: round(v / total, 3) for k, v in spent.items()} if total > 0 else spent
 
 
 def main(path: str, first_s: str = "60") -> int:
@@ -32,6 +59,7 @@ def main(path: str, first_s: str = "60") -> int:
     )
     span = holds["t"].max() - holds["t"].min()
     print(f"{len(holds)} logged holds over {span:.1f} s")
+    print("share of the run:", ", ".join(f"{k} {v:.1%}" for k, v in shares(holds).items()))
     print(table.sort_values("held_s", ascending=False).round(2).to_string())
     start = holds[holds["since_s"] <= float(first_s)].sort_values("since_s")
     print(f"\nholds that began in the first {first_s} s:")

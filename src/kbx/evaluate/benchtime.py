@@ -130,7 +130,7 @@ def fresh_ms(
     entry: Callable[..., Any],
     seed: int,
     timed_ms: float,
-    seen: tuple[Callable[[], None], Callable[[int], None]] | None = None,
+    seen: tuple[Callable[[], Any], Callable[[int], None]] | None = None,
 ) -> tuple[float, float | None]:
     """Fastest timed call on a spare buffer set whose contents nobody has seen (call j gets the
     case's inputs with every floating-point tensor scaled by 1 - (j + 1) * FRESH_STEP), and the
@@ -237,11 +237,10 @@ def time_case(
     PROBE["fresh_ms"] = PROBE["seen_ms"] = None
     last.pop("out", None)  # the probe's outputs reuse its memory, as timed calls did
     if probe:  # beside the fresh calls: the first timed call, on contents it has seen
-        seen_call = (calls[0], lambda k: load(0, 0))
+        seen_call = (lambda: (calls[0](), last.pop("out", None)), lambda k: load(0, 0))
         PROBE["fresh_ms"], PROBE["seen_ms"] = fresh_ms(
             inputs, entry, seeds[0], timing.median_ms, seen_call
         )
-        last.pop("out", None)
     marks["probe"] = time.monotonic()
     variant = (first.get(0, 0) + 1) % len(contents)
     if final:  # (a baseline's output is not judged: no call for it)
