@@ -51,9 +51,7 @@ class Scheduler:
             gpuwait.asleep()  # its threads wait for the GPU without spinning a core each
             cores.reserve(self.gpus)  # a core per GPU for its timing turns, the rest for all else
             for gpu in self.gpus:
-                sandbox = replace(self.cfg, gpu=gpu).sandbox()
-                lock = str(sandbox.lock_path) if sandbox.lock_path else None
-                cores.register(lock, cores.for_gpu(gpu))
+                cores.register(replace(self.cfg, gpu=gpu).sandbox().lock, cores.for_gpu(gpu))
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
             pending: dict[Future[Result], Candidate] = {}
             for cand in candidates:

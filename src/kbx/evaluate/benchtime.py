@@ -150,6 +150,9 @@ def fresh_ms(
     def call() -> None:
         entry(*args, **kwargs)
 
+    def seen_once() -> float:
+        return clock.time_fixed(seen[0], seen[1], 1) if seen is not None else math.inf
+
     best, seen_best = math.inf, math.inf
     for r in range(PROBE_ROUNDS):
 
@@ -158,14 +161,12 @@ def fresh_ms(
             scale_floats(leaves(spare), 1.0 - (r * FRESH_CALLS + k + 1) * FRESH_STEP)
             torch.manual_seed(seed)
 
-        if seen is not None:
-            seen_best = min(seen_best, clock.time_fixed(seen[0], seen[1], 1))
+        before = seen_once()
         best = min(best, clock.time_fixed(call, fresh, FRESH_CALLS))
-        if seen is not None:
-            seen_best = min(seen_best, clock.time_fixed(seen[0], seen[1], 1))
-        if not suspect(timed_ms, best, seen_best if seen is not None else None):
+        seen_best = min(seen_best, before, seen_once())
+        if not suspect(timed_ms, best, None if seen is None else seen_best):
             break
-    return best, (seen_best if seen is not None else None)
+    return best, None if seen is None else seen_best
 
 
 def suspect(timed_ms: float, fresh: float, seen: float | None) -> bool:

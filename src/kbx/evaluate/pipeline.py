@@ -86,7 +86,7 @@ def evaluate(candidate: Candidate, cfg: EvalConfig) -> Result:
             raise Reject(Verdict.UNKNOWN_TASK, f"no task {candidate.task_id!r}")
         stage = "import"
         sandbox = cfg.sandbox()
-        lock = str(sandbox.lock_path) if sandbox.lock_path else None
+        lock = sandbox.lock
         if cfg.timed:  # measured (or looked up) while the candidate runs
             perf.prefetch(task, cfg.kinds, lock, perf.open_cache(cfg.baseline_cache), cfg.gpu)
         reference.prefetch(task, cfg.device, lock, cfg.gpu, cfg.timed)  # likewise

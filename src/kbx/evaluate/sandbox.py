@@ -69,6 +69,11 @@ class SandboxConfig:
     fork: bool = True  # start children from the fork server (forkserver.py), not a new Python
     timing_core: int | None = None  # the core its timing turn runs on (``cores``)
 
+    @property
+    def lock(self) -> str | None:
+        """The GPU lock's path as the child, the parent and the baseline workers name it."""
+        return str(self.lock_path) if self.lock_path else None
+
 
 @dataclass
 class ChildRun:
@@ -157,7 +162,7 @@ class Child:
             "require_triton": self.cfg.require_triton,
             "profile": self.cfg.profile,
             "msg_fd": write_fd,
-            "lock": str(self.cfg.lock_path) if self.cfg.lock_path else None,
+            "lock": self.cfg.lock,
             "timing_core": self.cfg.timing_core,
         }
         (self.workdir / "job.json").write_text(json.dumps(job))
