@@ -14,7 +14,9 @@ warm run 2 also times every case with the torch profiler (after its event timing
 does not disturb) and reports the fraction of cases over 50 us whose event timing is within 10%
 of the profiler's kernel time.  --work keeps the runs' stores (records survive a time limit);
 --prime adds an untimed run before the warm ones to fill the --triton-cache.  cpu_busy_cold and
-cpu_busy_warm: the share of the run's cores that was busy (not idle) over each run.
+cpu_busy_warm: the share of the run's cores that was busy (not idle) over each run; cpu_s_cold
+and cpu_s_warm: CPU seconds of those cores (busy), of the candidates' children that finished
+(with the ptxas runs they waited for), of the baseline workers, and of this parent process.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import hashlib
 import json
 import math
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -33,6 +36,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from kbx.evaluate import perf
 from kbx.evaluate.perf import BaselineCache
 from kbx.evaluate.pipeline import EvalConfig
 from kbx.hardware import fingerprint
@@ -72,6 +76,7 @@ def one_run(out: Path, cache: Path, args: argparse.Namespace, profile: bool = Fa
     gpus = [int(g) for g in args.gpus.split(",")]
     shutil.rmtree(out, ignore_errors=True)  # a store left by an earlier run would be resumed
     started, cpu_before = time.monotonic(), cpu_times()
+    parent_before, workers_before = own_cpu_s(), perf.WORKER_CPU_S[0]
     done = {"n": 0}
 
     def tick(result: Any) -> None:
@@ -96,12 +101,32 @@ def one_run(out: Path, cache: Path, args: argparse.Namespace, profile: bool = Fa
     for r in records:
         for k, v in (r.get("stage_s") or {}).items():
             stages[k] += v
+    cpu_s = {  # where the run's CPU time went, in CPU seconds
+        "busy": round((cpu_after[0] - cpu_before[0]) / os.sysconf("SC_CLK_TCK"), 1),
+        "children": round(stages.pop("child_cpu", 0.0), 1),  # those that got to "done"
+        "baseline_workers": round(perf.WORKER_CPU_S[0] - workers_before, 1),
+        "parent": round(own_cpu_s() - parent_before, 1),
+    }
     print(f"{out.name}: {wall:.1f} s wall, {summary['counts']}, cores busy {cpu_busy}", flush=True)
     if args.keep:  # what held the GPU lock (scripts/lock_report.py)
         for log in out.glob("gpu*.lock.log"):
             args.keep.mkdir(parents=True, exist_ok=True)
             shutil.copy(log, args.keep / f"{out.name}-{log.name}")
-    return {"wall_s": wall, "records": records, "stage_s": dict(stages), "cpu_busy": cpu_busy}
+    print(f"{out.name}: CPU seconds {cpu_s}", flush=True)
+    return {
+        "wall_s": wall,
+        "records": records,
+        "stage_s": dict(stages),
+        "cpu_busy": cpu_busy,
+        "cpu_s": cpu_s,
+    }
+
+
+def own_cpu_s() -> float:
+    """CPU seconds of this process (the harness's parent: its job, reference and baseline
+    threads) so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def repeatability(a: list[dict], b: list[dict]) -> float | None:
@@ -198,6 +223,7 @@ def main() -> int:
             keep(cold, args.keep, "cold")
             figures.update(cold_s=round(cold["wall_s"], 1), stages_cold_s=cold["stage_s"])
             figures["cpu_busy_cold"] = cold["cpu_busy"]  # share of the run's cores kept busy
+            figures["cpu_s_cold"] = cold["cpu_s"]
             figures["passed_cold"] = passed(cold)
             write(args, figures)
         if args.phase in ("all", "warm"):
@@ -208,6 +234,7 @@ def main() -> int:
             keep(warm, args.keep, "warm1")
             figures.update(warm_s=round(warm["wall_s"], 1), stages_warm_s=warm["stage_s"])
             figures["cpu_busy_warm"] = warm["cpu_busy"]
+            figures["cpu_s_warm"] = warm["cpu_s"]
             write(args, figures)  # a second run cut off by a time limit leaves the first's figures
             if args.warm_runs < 2:
                 figures.update(passed_warm=passed(warm), candidates=len(warm["records"]))

@@ -38,7 +38,8 @@ case $STEP in
       [ "${WARM_RUNS:-2}" = 2 ] && runs+=(warm2) ;;
   *) echo "unknown step $STEP" >&2; exit 2 ;;
 esac
-[ "${PRIME:-0}" = 1 ] && args+=(--prime)  # a machine without the kernels: compile them first
+# a machine without the kernels: compile them first (its records come back too)
+[ "${PRIME:-0}" = 1 ] && { args+=(--prime); runs=(prime "${runs[@]}"); }
 if [ "${SEED:-1}" = 1 ]; then  # job times of earlier H200 runs, for the longest-first order
   python3 scripts/seed_durations.py runs/tp/baselines.sqlite \
     docs/validation/h200-2026-11-30d/call4-cold.jsonl docs/validation/h200-2026-11-30c/call2-cold.jsonl \
@@ -66,5 +67,10 @@ log=runs/tp/work/${runs[0]}/gpu0.lock.log  # the report and the raw hold logs, f
 tar czf "$OUT/$STEP-locks.tgz" -C runs/tp "$STEP-lockreport.txt" \
   $(cd runs/tp && ls work/${runs[0]}/gpu*.lock.log 2>/dev/null) 2>/dev/null
 cp runs/tp/throughput-h200*.json "$OUT/" 2>/dev/null
-cp runs/tp/baselines.sqlite "$OUT/" 2>/dev/null  # carry it to a later machine
+# carry it to a later machine: a copy through SQLite, since a run the time limit stopped leaves
+# its latest rows in the write-ahead log beside the file (a plain cp lost them all, 2026-11-30)
+python3 -c "
+import sqlite3
+sqlite3.connect('runs/tp/baselines.sqlite').backup(sqlite3.connect('$OUT/baselines.sqlite'))
+" 2>/dev/null
 tail -15 "$OUT/$STEP-log.txt"

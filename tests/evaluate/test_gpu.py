@@ -97,6 +97,8 @@ def test_autotuning_benchmarks_each_config_in_a_hold_of_its_own(tmp_path):
     log = Path(lock + ".log").read_text().splitlines()
     whats = [json.loads(line)["what"] for line in log]
     assert whats.count("autotune") == len(configs) and whats[-1] == "launch"
+    modes = {json.loads(line)["mode"] for line in log if '"autotune"' in line}
+    assert modes == {"ex"}  # configs are timed with nothing else on the GPU
     assert x.max().item() > 1  # the winning config ran
 
 

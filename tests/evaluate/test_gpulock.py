@@ -1,5 +1,6 @@
 """The per-GPU lock: timing excludes other GPU work and is not starved by it."""
 
+import json
 import threading
 import time
 
@@ -116,14 +117,107 @@ def test_the_parent_judges_each_case_in_holds_of_its_own(monkeypatch):
         "refill": [[] for _ in plan.cases],
     }
     taken = []
-    real = reference.shared
+    real = reference.gpu_ops_locked
 
     def counting(lock, what):
         taken.append(what)
         return real(lock, what)
 
-    monkeypatch.setattr(reference, "shared", counting)
+    monkeypatch.setattr(reference, "gpu_ops_locked", counting)
     monkeypatch.setattr(reference, "_cache", {})
     waited = reference.judge(task, outputs, "cpu", None)
-    # per case: its reference run, then its comparison
-    assert taken == ["check"] * 2 * len(task.cases) and waited == 0.0
+    # per case: its inputs, its reference run, then its comparison
+    check = f"check {task.id}"  # the lock's log names the task
+    assert taken == ["check inputs", check, check] * len(task.cases) and waited == 0.0
+
+
+def test_a_long_shared_hold_makes_way_for_a_waiting_timing(tmp_path, monkeypatch):
+    """A shared holder that calls make_way at its safe points lets a timing in within one step
+    of work (after finishing its GPU work), then queues again behind it; without a timing, or
+    while the hold is young, it keeps the hold."""
+    from kbx.evaluate import gpulock
+
+    monkeypatch.setattr(gpulock, "LOG_MIN_S", 0.0)
+    lock = str(tmp_path / "gpu0.lock")
+    events = []
+    timing_asks = threading.Event()
+
+    def holder():
+        with shared(lock, "check"):
+            assert not gpulock.make_way(lambda: events.append("synced"))  # young: kept
+            time.sleep(gpulock.YIELD_AFTER_S)
+            assert not gpulock.make_way(lambda: events.append("synced"))  # nobody waits
+            timing_asks.set()
+            end = time.monotonic() + 3.0
+            while time.monotonic() < end and "timing" not in events:
+                time.sleep(0.01)  # a step of work, then a safe point
+                if gpulock.make_way(lambda: events.append("synced")):
+                    events.append("made way")
+                    assert gpulock.holding()  # queued again and got it back
+            events.append("holder done")
+
+    def timing():
+        timing_asks.wait(5)
+        time.sleep(0.05)
+        asked = time.monotonic()
+        with exclusive(lock, "timing"):
+            events.append("timing")
+            events.append(round(time.monotonic() - asked, 3))
+
+    threads = [threading.Thread(target=f) for f in (holder, timing)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert events[:3] == ["synced", "timing", events[2]]
+    assert events[2] < 0.5  # got in at the next safe point, not after the 3 s of holding
+    assert events[3:] == ["made way", "holder done"]
+    logged = [json.loads(x) for x in (tmp_path / "gpu0.lock.log").read_text().splitlines()]
+    # the hold up to the moment it made way, the timing, the rest of the hold
+    assert sorted((x["mode"], x["what"]) for x in logged) == [
+        ("ex", "timing"),
+        ("sh", "check"),
+        ("sh", "check"),
+    ]
+
+
+def test_make_way_does_nothing_inside_an_exclusive_or_a_nested_hold(tmp_path):
+    from kbx.evaluate import gpulock
+
+    lock = str(tmp_path / "gpu0.lock")
+    with exclusive(lock, "timing"):
+        time.sleep(gpulock.YIELD_AFTER_S)
+        assert not gpulock.make_way(lambda: None)
+        with shared(lock, "launch"):  # a launch inside the timing: the timing's hold
+            assert not gpulock.make_way(lambda: None)
+    assert not gpulock.make_way(lambda: None)  # no hold at all
+
+
+def test_autotuning_times_each_config_in_an_exclusive_hold(tmp_path, monkeypatch):
+    """Configs are timed like candidates: nothing else on the GPU meanwhile (on the CPU the
+    autotuner's benchmark is replaced by one that reports the hold it runs in)."""
+    import torch
+    from triton.runtime.autotuner import Autotuner
+
+    from kbx.evaluate import gpulock, launches
+
+    seen = []
+    monkeypatch.setattr(
+        Autotuner, "_bench", lambda self, *a, config, **k: seen.append(gpulock._held.mode)
+    )
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    launches.lock_autotuner(str(tmp_path / "gpu0.lock"))
+
+    class Fn:
+        def run(self, *args, **kwargs):  # the compile, unlocked, before the timed config
+            seen.append(("compile", kwargs.get("warmup"), gpulock.holding()))
+
+    class Tuner:
+        fn = Fn()
+
+    class Config:
+        def all_kwargs(self):
+            return {"BLOCK": 128}
+
+    Autotuner._bench(Tuner(), config=Config())
+    assert seen == [("compile", True, False), "ex"] and not gpulock.holding()

@@ -146,3 +146,38 @@ def test_after_preload_the_first_locked_operation_imports_nothing():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "0"
+
+
+def test_a_run_of_gpu_operations_makes_way_for_a_waiting_timing(tmp_path, monkeypatch):
+    """Operations on the locked device in a long run: a timing that asks gets in between two
+    of them, not after the whole run (the parent's checks and eager warm-ups)."""
+    import threading
+    import time
+
+    from kbx.evaluate import gpuops
+
+    monkeypatch.setattr(gpulock, "LOG_MIN_S", 0.0)
+    monkeypatch.setattr(gpuops, "HOLD_S", 10.0)  # only make_way lets the hold go
+    lock = tmp_path / "gpu0.lock"
+    started, done = threading.Event(), []
+
+    def timing():
+        started.wait(5)
+        with gpulock.exclusive(str(lock), "timing"):
+            done.append(time.monotonic())
+
+    t = threading.Thread(target=timing)
+    t.start()
+    ops = 0
+    with gpu_ops_locked(str(lock), "check", device_type="meta"):
+        x = torch.randn(4, device="meta")
+        started.set()
+        end = time.monotonic() + 3.0
+        while time.monotonic() < end and not done:
+            x = x + 1  # a GPU operation: a safe point
+            ops += 1
+            time.sleep(0.005)
+    t.join(5)
+    assert done and done[0] < end - 2.0  # within the first second of a 3 s run
+    whats = sorted((h["mode"], h["what"]) for h in holds(lock))
+    assert whats == [("ex", "timing"), ("sh", "check"), ("sh", "check")] and ops > 1  # split

@@ -45,3 +45,15 @@ def test_the_triton_cache_is_the_run_folders_unless_shared_and_keeps_autotuning(
     assert env["TRITON_CACHE_AUTOTUNING"] == "1"
     shared = EvalConfig(device="cpu", run_dir=tmp_path / "run", triton_cache=tmp_path / "t")
     assert child_env(tmp_path / "work", shared.sandbox())["TRITON_CACHE_DIR"] == str(tmp_path / "t")
+
+
+def test_a_finished_child_reports_the_cpu_time_it_used(tmp_path):
+    """The parent reads the child's CPU seconds from the kernel before killing it (not from
+    the child, which could say anything): the harness adds them up per run."""
+    from kbx.evaluate.sandbox import process_cpu_s
+
+    cfg = SandboxConfig(device="cpu", perf=False)
+    code = (REFERENCE / "Math" / "rsqrt.py").read_text()
+    run = run_child(find("Math/rsqrt"), code, cfg)
+    assert 0.0 < run.stage_s["child_cpu"] < 600.0
+    assert process_cpu_s(2**22 + 7) is None  # no such process

@@ -396,3 +396,37 @@ def test_seen_calls_beside_the_probe_tell_a_stall_from_a_cache(monkeypatch):
     got = benchtime.fresh_ms(inputs, lambda t: None, 0, 1.0, (seen_call, lambda k: None))
     assert got == (5.0, 1.0) and len(made) == 3 * benchtime.PROBE_ROUNDS
     assert benchtime.suspect(1.0, *got)
+
+
+def test_a_warm_up_under_a_shared_hold_makes_way_between_its_calls(tmp_path, monkeypatch):
+    """A baseline's warm-up holds the GPU lock shared: a timing that asks for it gets it at the
+    next call, after the GPU work so far is finished (the ``sync``)."""
+    import threading
+
+    from kbx.evaluate import gpulock
+
+    monkeypatch.setattr(gpulock, "YIELD_AFTER_S", 0.0)
+    monkeypatch.setattr(gpulock, "CHECK_EVERY_S", 0.0)
+    lock = str(tmp_path / "gpu0.lock")
+    order = []
+    asked, blocked = threading.Event(), threading.Event()
+    monkeypatch.setattr(gpulock, "ON_WAIT", [lambda waiting: waiting and blocked.set()])
+
+    def timing():
+        asked.wait(5)
+        with gpulock.exclusive(lock, "timing"):
+            order.append("timing")
+
+    def call():
+        order.append("call")
+        if order.count("call") == 2:  # the timing asks during the second call
+            asked.set()
+            blocked.wait(5)  # ... and waits for the shared hold
+
+    t = threading.Thread(target=timing)
+    t.start()
+    with gpulock.shared(lock, "eager warm-up"):
+        warm_up([call, call, call], min_ms=0.0, sync=lambda: order.append("sync"))
+    t.join(5)
+    # the third call's safe point: the first two calls' work finished, the timing, the call
+    assert order == ["call", "sync", "call", "sync", "sync", "timing", "call", "sync"]

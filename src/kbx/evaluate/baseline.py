@@ -12,8 +12,10 @@ compile).  Only kbx and torch are imported here, never a candidate.
 from __future__ import annotations
 
 import json
+import resource
 import sys
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 import torch
@@ -54,7 +56,7 @@ def measure(
                 inputs,
                 fn,
                 final=False,
-                warm_hold=lambda: shared(lock, f"{kind} warm-up"),
+                warm_hold=lambda: warm_hold(lock, kind),
                 turn=lambda: exclusive(lock, f"{kind} {task.id}"),
             )
     except Exception:
@@ -62,6 +64,12 @@ def measure(
             raise
         return None
     return timing.median_ms
+
+
+def warm_hold(lock: str | None, kind: str) -> AbstractContextManager[Any]:
+    if kind == "eager":
+        return gpu_ops_locked(lock, "eager warm-up")
+    return shared(lock, f"{kind} warm-up")
 
 
 def case_inputs(task: Task, index: int, lock: str | None) -> Inputs:
@@ -88,6 +96,15 @@ def measure_all(
     return out
 
 
+def cpu_s() -> float:
+    """CPU seconds of this process so far, with its children's that have been waited for."""
+    own, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def main(task_id: str, kinds: str, cases: str, lock: str, core: str = "") -> int:
     full_fp32()
     gpuwait.asleep()  # waits sleep, except in the timing turns (``gpuwait``)
@@ -103,6 +120,7 @@ def serve() -> int:
     full_fp32()
     gpuwait.asleep()  # waits sleep, except in the timing turns (``gpuwait``)
     for line in sys.stdin:
+        began = cpu_s()
         try:
             request = json.loads(line)
             found = measure_all(
@@ -117,6 +135,7 @@ def serve() -> int:
             reply = {"error": f"{type(exc).__name__}: {exc}"}
         if torch.cuda.is_initialized():
             torch.cuda.empty_cache()  # what this task held goes back to the GPU
+        reply["cpu_s"] = round(cpu_s() - began, 3)  # its threads' and its waited children's
         sys.stdout.write(MARK.decode() + json.dumps(reply) + "\n")
         sys.stdout.flush()
     return 0

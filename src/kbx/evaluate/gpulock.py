@@ -5,6 +5,13 @@ Two files make a writer-preferring reader-writer lock out of ``flock``: a timing
 gate and keeps it, so new shared holders queue behind it instead of starving it; a shared holder
 only passes through the gate.  Holding is re-entrant per thread (a launch inside a correctness
 call, or inside a timing, takes nothing more), which also rules out self-deadlock on the gate.
+
+Preferring writers has a cost: while a timing waits for a long shared hold to end, every newcomer
+waits too, and the GPU idles.  On two H200s (2026-11-30) timings spent 40% of a cold run waiting
+so, behind the parent's checks (one held 76 s; a check's hold covered its host work too) and
+baseline warm-ups (up to 24 s).  So a long shared hold makes way (``make_way``): at a safe point of its holder (a
+GPU operation under ``gpuops``, a call of a warm-up) it finishes its GPU work, lets go and queues
+again behind the timing, once it is ``YIELD_AFTER_S`` old and a timing holds or wants the gate.
 """
 
 from __future__ import annotations
@@ -42,6 +49,8 @@ def flock(f: TextIO, mode: int) -> None:
 
 
 LOG_MIN_S = 0.05  # shared holds at least this long are logged (every exclusive one is)
+YIELD_AFTER_S = 0.02  # a shared hold this old makes way for a waiting timing (``make_way``)
+CHECK_EVERY_S = 0.005  # ... which it looks for at most this often (a syscall each time)
 
 
 def log_hold(path: str, mode: str, what: str, waited_s: float, held_s: float) -> None:
@@ -65,6 +74,41 @@ def waited_s() -> float:
     return float(getattr(_held, "waited", 0.0))
 
 
+def timing_waits(path: str) -> bool:
+    """Whether a timing holds or wants the gate (a shared holder only passes through it; one
+    passing just now reads as a timing too, which costs a needless yield at worst)."""
+    try:
+        gate = open(path + ".gate", "a")  # noqa: SIM115
+    except OSError:
+        return False
+    with gate:
+        try:
+            fcntl.flock(gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(gate, fcntl.LOCK_UN)
+    return False
+
+
+def make_way(sync: Callable[[], None] | None = None) -> bool:
+    """At a safe point of this thread's outermost shared hold: if a timing waits and the hold is
+    ``YIELD_AFTER_S`` old, ``sync`` (default: the CUDA device, if this process uses it), let go
+    and queue again behind the timing.  Returns whether it made way; nothing to do inside an
+    exclusive hold, inside a nested one or without a hold."""
+    hold = getattr(_held, "outer", None)
+    if not isinstance(hold, shared):
+        return False
+    return hold.make_way(sync or cuda_sync)
+
+
+def cuda_sync() -> None:
+    import sys
+
+    torch = sys.modules.get("torch")  # a process that never imported torch has no GPU work
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
 def _depth() -> int:
     return getattr(_held, "depth", 0)
 
@@ -84,6 +128,7 @@ class exclusive:
         self.since = (0.0, 0.0)  # when the wait began and when the lock was got
         self.spins = False  # a timing turn: this process spins while it waits for the GPU
         self.moved: set[int] | None = None  # ... and its thread runs on the GPU's own core
+        self.looked = 0.0  # when a shared hold last looked for a waiting timing (``make_way``)
 
     mode = "ex"
 
@@ -94,6 +139,7 @@ class exclusive:
             self.since = (asked, time.monotonic())
             _held.waited = waited_s() + self.since[1] - asked
             _held.mode = self.mode
+            _held.outer = self
             if self.mode == "ex":  # the timing turn's host side
                 self.spins = gpuwait.begin_turn()
                 self.moved = cores.begin_turn(self.path)
@@ -111,9 +157,14 @@ class exclusive:
 
     def __exit__(self, *exc: object) -> None:
         _held.depth = _depth() - 1
+        if _held.depth == 0:
+            _held.outer = None
         cores.end_turn(self.moved)
         gpuwait.end_turn(self.spins)
         self.spins, self.moved = False, None
+        self.let_go()
+
+    def let_go(self) -> None:
         for f in self.files:  # the main lock first, then the gate
             fcntl.flock(f, fcntl.LOCK_UN)
             f.close()
@@ -139,3 +190,21 @@ class shared(exclusive):
             fcntl.flock(gate, fcntl.LOCK_UN)
             gate.close()
         self.files = [main]
+
+    def make_way(self, sync: Callable[[], None]) -> bool:
+        """``gpulock.make_way`` for this hold, which must be its thread's outermost."""
+        now = time.monotonic()
+        if not self.files or not self.path or now - self.since[1] < YIELD_AFTER_S:
+            return False
+        if now - self.looked < CHECK_EVERY_S:
+            return False
+        self.looked = now
+        if not timing_waits(self.path):
+            return False
+        sync()  # this hold's GPU work must not run into the timing
+        self.let_go()
+        asked = time.monotonic()
+        self.take()  # through the gate: behind the timing
+        self.since = (asked, time.monotonic())
+        _held.waited = waited_s() + self.since[1] - asked
+        return True

@@ -7,7 +7,8 @@ lock made every timing on that GPU wait for the CPU work too: up to 41 s for one
 touches the locked device type (or creates a tensor there) takes a shared hold, which stays
 through the operations that follow until a CPU operation comes that is heavy (on ``HEAVY_NUMEL``
 elements or more) or comes ``HOLD_S`` or more after the hold began (a loop of small CPU work):
-the GPU work is finished and the hold let go before that operation runs.
+the GPU work is finished and the hold let go before that operation runs.  A run of GPU
+operations that a timing waits for makes way for it (``gpulock.make_way``) between two of them.
 
 One hold and one synchronization per run of GPU operations, not per operation: on the H200 a
 hold and a sync for each of a task's few hundred operations made its inputs 5 s slower with 16
@@ -60,11 +61,17 @@ class LockedOps(TorchDispatchMode):
                 self.hold = shared(self.lock, self.what)
                 self.hold.__enter__()
                 self.since = time.monotonic()
+            elif self.hold.make_way(self.sync):  # a timing waited: it has had its turn
+                self.since = time.monotonic()
         elif self.hold is not None and (
             heavy(leaves, args, kwargs) or time.monotonic() - self.since >= HOLD_S
         ):
             self.release()
         return func(*args, **kwargs)
+
+    def sync(self) -> None:
+        if self.device_type == "cuda":
+            torch.cuda.synchronize()
 
     def release(self) -> None:
         """Finish the GPU work done under the hold, then let the hold go."""
@@ -72,8 +79,7 @@ class LockedOps(TorchDispatchMode):
         if hold is None:
             return
         try:
-            if self.device_type == "cuda":
-                torch.cuda.synchronize()
+            self.sync()
         finally:
             hold.__exit__(None, None, None)
 

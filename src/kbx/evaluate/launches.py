@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from kbx.evaluate.gpulock import holding, shared
+from kbx.evaluate.gpulock import exclusive, holding, shared
 
 
 class LaunchCounter:
@@ -78,19 +78,27 @@ def track_streams() -> None:
     torch.cuda.Stream.__new__ = staticmethod(new)  # type: ignore[method-assign, assignment]
 
 
-def locked(lock: str, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """``fn`` under the shared GPU lock, its GPU work finished before the lock is let go
-    (``what`` names the hold in the lock's log; the kernel's own arguments pass untouched)."""
-    with shared(lock, what):
+def locked(
+    lock: str, what: str, fn: Callable[..., Any], *args: Any, _hold: Any = shared, **kwargs: Any
+) -> Any:
+    """``fn`` under the GPU lock (shared unless ``_hold`` says otherwise), its GPU work finished
+    before the lock is let go (``what`` names the hold in the lock's log; the kernel's own
+    arguments pass untouched)."""
+    with _hold(lock, what):
         out = fn(*args, **kwargs)
         torch.cuda.synchronize()
     return out
 
 
 def lock_autotuner(lock: str) -> None:
-    """An autotuned launch benchmarks each config under its own shared hold, after compiling
+    """An autotuned launch benchmarks each config under its own exclusive hold, after compiling
     that config without it: one hold per config (a do_bench of ~0.1 s) rather than one for the
-    whole search (seconds), so that a timing elsewhere waits for one config at most."""
+    whole search (seconds), so that a timing elsewhere waits for one config at most.
+
+    Exclusive, since the configs are timed: under a shared hold other GPU work ran beside them
+    and could sway the search.  On the H200 (2026-11-30) the cases furthest from the committed
+    reference run's times (1.4-2.7x slower in loaded runs, 0.47-0.69x in a light one) were all
+    of autotuned kernels (convolutions, matmuls); which configs won is not recorded."""
     from triton.runtime.autotuner import Autotuner
 
     original = Autotuner._bench
@@ -100,6 +108,8 @@ def lock_autotuner(lock: str) -> None:
             return original(self, *args, config=config, **meta)
         with contextlib.suppress(Exception):  # best effort: a failing compile fails again below
             self.fn.run(*args, **{**meta, **config.all_kwargs(), "warmup": True})
-        return locked(lock, "autotune", original, self, *args, config=config, **meta)
+        return locked(
+            lock, "autotune", original, self, *args, config=config, _hold=exclusive, **meta
+        )
 
     Autotuner._bench = bench

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from kbx.evaluate.compare import compare
-from kbx.evaluate.gpulock import shared, waited_s
+from kbx.evaluate.gpulock import waited_s
 from kbx.evaluate.gpuops import gpu_ops_locked
 from kbx.evaluate.runner import (
     detached,
@@ -102,24 +102,23 @@ def compute(
     task: Task, kind: str, index: int, device: str, lock: str | None = None
 ) -> tuple[Inputs, Any]:
     """Inputs and reference output (on the CPU) of one case; correctness cases and their refills
-    are cached (benchmark outputs are too large to keep).  The inputs' GPU work takes the GPU
-    ``lock`` (``gpuops``), the reference run one shared hold."""
+    are cached (benchmark outputs are too large to keep).  The inputs' GPU work and the
+    reference run take the GPU ``lock`` op by op (``gpuops``): CPU work runs outside it, and a
+    waiting timing gets its turn between two GPU operations."""
     case: Case = (task.cases if kind in ("cases", "refill") else task.bench)[index]
     if kind in ("refill", "timed_refill"):
         case = refill_case(case)
     with gpu_ops_locked(lock, "check inputs"):
         inputs = task.make_inputs(case, device)
     if kind not in ("cases", "refill"):  # bench and timed outputs of one case share its inputs
-        with shared(lock, "check"):
+        with gpu_ops_locked(lock, f"check {task.id}"):  # each hold finished before it ends
             want = run_reference(task, inputs, case.torch_seed, device, keep_device=True)
-            if device.startswith("cuda"):  # finished before the hold ends, like all shared work
-                torch.cuda.synchronize()
-            return inputs, want
+        return inputs, want
     key = (task.id, device, kind, index)
     with _lock:
         if key in _cache:
             return inputs, _cache[key]
-    with shared(lock, "check"):  # two threads may both compute it: the same value either way
+    with gpu_ops_locked(lock, f"check {task.id}"):  # two threads may both: the same value
         want = run_reference(task, inputs, case.torch_seed, device)
     with _lock:
         return inputs, _cache.setdefault(key, want)
@@ -141,9 +140,11 @@ def run_reference(
 
 def judge(task: Task, outputs: dict[str, list[Any]], device: str, lock: str | None = None) -> float:
     """Raise ``Reject`` unless every case's outputs are acceptable (``timed``: the output of a
-    benchmark case's last timed call).  The GPU ``lock`` is taken case by case, and within a
-    case for its inputs' GPU work op by op, its reference run and its comparison: short holds,
-    so that a timing never waits for a whole task.  Returns the seconds spent waiting for it."""
+    benchmark case's last timed call).  The GPU ``lock`` is taken op by op (``gpuops``) for a
+    case's inputs, its reference run and its comparison: the CPU work of a check (float64
+    targets, comparisons of outputs brought back) runs outside it, and a waiting timing gets
+    its turn between GPU operations (a check held it 76 s on two H200s, 2026-11-30, while
+    every timing and newcomer waited).  Returns the seconds spent waiting for it."""
     waited = waited_s()
     for kind in ("cases", "refill", "bench", "timed"):
         for index, runs in enumerate(outputs.get(kind, [])):
@@ -169,7 +170,7 @@ def judge_case(
     task: Task, kind: str, index: int, runs: list[Any], device: str, lock: str | None = None
 ) -> None:
     inputs, want = expected(task, kind, index, device, lock)
-    with shared(lock, "check"):  # comparisons of benchmark sizes run on the GPU
+    with gpu_ops_locked(lock, f"check {task.id}"):  # benchmark sizes compared on the GPU
         verdict_on(task, inputs, want, runs)
 
 

@@ -140,6 +140,18 @@ def visible_gpu(gpu: int) -> str:
     return visible[gpu] if gpu < len(visible) and visible[0] else str(gpu)
 
 
+def process_cpu_s(pid: int) -> float | None:
+    """CPU seconds of a live process so far, with those of its children it has waited for
+    (Triton's ``ptxas``): ``/proc/<pid>/stat``; None where there is no such file."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+    utime, stime, cutime, cstime = (int(f) for f in fields[11:15])
+    return (utime + stime + cutime + cstime) / os.sysconf("SC_CLK_TCK")
+
+
 def limit_resources() -> None:  # runs in the child between fork and exec
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # an abort must not leave a core file
     resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
@@ -257,11 +269,14 @@ class Child:
         self, msg: dict[str, Any], seen: dict[str, int], spent: dict[str, float]
     ) -> ChildRun:
         self.check_complete(seen)
+        cpu = process_cpu_s(self.proc.pid)  # before the kill: read from the kernel's counts
         loading = time.monotonic()
         self.kill()  # nothing of the candidate's may still write while outputs load
         run = self.collect(msg)
         spent["load"] = time.monotonic() - loading
         run.stage_s = {k: round(v, 3) for k, v in spent.items()}
+        if cpu is not None:  # CPU seconds, not a stage: where a loaded run's cores went
+            run.stage_s["child_cpu"] = round(cpu, 3)
         return run
 
     def rejection(self, msg: dict[str, Any]) -> Reject:

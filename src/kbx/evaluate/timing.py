@@ -18,6 +18,8 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
+from kbx.evaluate import gpulock
+
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # several times the L2 of any current GPU (H200: 50 MiB)
 CASE_BUDGET_MS = 500.0  # wall time after which a case's repetitions stop, converged or not
 
@@ -105,13 +107,15 @@ def warm_up(
     A call (after the first, which may still compile or autotune) that takes ``SLOW_CALL_MS``
     or more ends the warm-up at the second set: such calls (batched ``torch.linalg`` eager
     baselines take seconds) gain nothing from more sets or more warm-up, and each costs the
-    GPU's exclusive turn."""
+    GPU's exclusive turn.  Under a shared GPU-lock hold (a baseline's), each call first makes
+    way for a timing that waits (``gpulock.make_way``)."""
     if sync is None:
         import torch
 
         sync = torch.cuda.synchronize
     start = time.monotonic()
     for i, call in enumerate(calls):
+        gpulock.make_way(sync)
         if prepare is not None:
             prepare(i)
         began = time.monotonic()
@@ -121,6 +125,7 @@ def warm_up(
         if i >= 1 and took_ms >= SLOW_CALL_MS:
             return Warm(i + 1, True, took_ms)
     while (time.monotonic() - start) * 1000 < min_ms:
+        gpulock.make_way(sync)
         if prepare is not None:
             prepare(0)
         calls[0]()

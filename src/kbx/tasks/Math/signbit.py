@@ -21,7 +21,7 @@ def reference(input: torch.Tensor, out: torch.Tensor | None = None) -> torch.Ten
 
 
 def make_inputs(case: Case, device: str) -> Inputs:
-    draw = Draw(case, device="cpu")
+    draw = Draw(case, device)  # benchmark sizes drawn on the GPU (``Draw``)
     if case.dtype == torch.int32:
         x = draw.integers(case.shape, -(2**31), 2**31 - 1, dtype=torch.int32)
     else:
@@ -33,8 +33,10 @@ def make_inputs(case: Case, device: str) -> Inputs:
         if case.dtype == torch.float16:  # torch's CUDA kernel drops a float16 NaN's sign
             x = torch.where(x.isnan(), (x.view(torch.int16) & 0x7FFF).view(x.dtype), x)
     # `out` travels as a positional argument so that its final contents are judged too.
-    out = torch.zeros(x.shape, dtype=torch.bool) if case.params.get("out") else None
-    return Inputs((x.to(device), None if out is None else out.to(device)))
+    out = (
+        torch.zeros(x.shape, dtype=torch.bool, device=x.device) if case.params.get("out") else None
+    )
+    return Inputs((x, out))
 
 
 TASK = Task(
@@ -72,6 +74,7 @@ TASK = Task(
     ),
     flops=lambda c: 0.0,
     bytes_moved=lambda c: (1.0 + c.dtype.itemsize) * numel(c.shape),
+    version=2,  # benchmark inputs drawn on the GPU, not on the CPU (2026-11-30)
     tolerance=Tolerance(rtol=0.0, atol=0.0),
     inplace=(1,),
 )
