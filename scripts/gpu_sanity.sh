@@ -18,4 +18,12 @@ for r in cold warm1; do  # timings against the committed reference run's
   [ -f "$OUT/$r.jsonl" ] && { echo "== drift of $r"; python3 scripts/timing_drift.py \
     docs/validation/reference-h200.jsonl "$OUT/$r.jsonl" 5; }
 done
-grep -h "wall" "$OUT/diag-log.txt" 2>/dev/null
+for r in cold warm1; do  # where the children's setup went (medians, s)
+  [ -f "$OUT/$r.jsonl" ] && python3 -c "
+import json, statistics
+rs = [json.loads(l)['stage_s'] for l in open('$OUT/$r.jsonl')]
+keys = ['setup'] + [k for k in rs[0] if k.startswith('setup_')] if rs else []
+print('$r setup medians', {k: round(statistics.median(r.get(k, 0.0) for r in rs), 2) for k in keys})
+"
+done
+grep -h "wall\|CPU seconds" "$OUT/diag-log.txt" 2>/dev/null

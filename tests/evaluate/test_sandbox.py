@@ -47,13 +47,17 @@ def test_the_triton_cache_is_the_run_folders_unless_shared_and_keeps_autotuning(
     assert child_env(tmp_path / "work", shared.sandbox())["TRITON_CACHE_DIR"] == str(tmp_path / "t")
 
 
-def test_a_finished_child_reports_the_cpu_time_it_used(tmp_path):
+def test_a_finished_child_reports_its_cpu_time_and_where_its_setup_went(tmp_path):
     """The parent reads the child's CPU seconds from the kernel before killing it (not from
-    the child, which could say anything): the harness adds them up per run."""
+    the child, which could say anything): the harness adds them up per run.  The child splits
+    its setup (sent before the candidate is imported) into imports, CUDA context, inputs and
+    launch hooks; the fork is the rest."""
     from kbx.evaluate.sandbox import process_cpu_s
 
     cfg = SandboxConfig(device="cpu", perf=False)
     code = (REFERENCE / "Math" / "rsqrt.py").read_text()
     run = run_child(find("Math/rsqrt"), code, cfg)
     assert 0.0 < run.stage_s["child_cpu"] < 600.0
+    parts = [run.stage_s[f"setup_{p}"] for p in ("imports", "context", "inputs", "hooks")]
+    assert all(p >= 0.0 for p in parts) and sum(parts) <= run.stage_s["setup"] + 0.01
     assert process_cpu_s(2**22 + 7) is None  # no such process

@@ -15,7 +15,6 @@ import json
 import resource
 import sys
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
 import torch
@@ -37,7 +36,9 @@ def measure(
     torch.compile compiles on a first call without the lock (seconds of CPU; its single run of
     the compiled graph is a negligible disturbance to a concurrent timing).  Both kinds warm up
     under the shared lock, alongside other GPU work, and take the exclusive lock only for their
-    timed calls.  A reference that torch.compile cannot handle gives None."""
+    timed calls; the warm-up makes way for a waiting timing between its calls
+    (``timing.warm_up``), never inside one, whose duration decides how the case is timed.  A
+    reference that torch.compile cannot handle gives None."""
     case = task.bench[index]
     if inputs is None:
         inputs = case_inputs(task, index, lock)
@@ -56,7 +57,7 @@ def measure(
                 inputs,
                 fn,
                 final=False,
-                warm_hold=lambda: warm_hold(lock, kind),
+                warm_hold=lambda: shared(lock, f"{kind} warm-up"),
                 turn=lambda: exclusive(lock, f"{kind} {task.id}"),
             )
     except Exception:
@@ -64,12 +65,6 @@ def measure(
             raise
         return None
     return timing.median_ms
-
-
-def warm_hold(lock: str | None, kind: str) -> AbstractContextManager[Any]:
-    if kind == "eager":
-        return gpu_ops_locked(lock, "eager warm-up")
-    return shared(lock, f"{kind} warm-up")
 
 
 def case_inputs(task: Task, index: int, lock: str | None) -> Inputs:

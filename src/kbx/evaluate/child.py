@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import traceback
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -36,6 +37,7 @@ class Channel:
 def main(job_path: str, msg_fd: int | None = None) -> int:
     """Run the job; ``msg_fd`` is the progress pipe when it is not the job file's (a child
     forked by ``forkserver.py`` receives it under another number)."""
+    began = time.monotonic()
     job = json.loads(Path(job_path).read_text())
     Path(job_path).unlink()  # the candidate need not learn the channel's number from it
     channel = Channel(job["msg_fd"] if msg_fd is None else msg_fd)
@@ -53,16 +55,23 @@ def main(job_path: str, msg_fd: int | None = None) -> int:
         return 0
     gpulock.ON_WAIT.append(lambda waiting: channel.send("wait" if waiting else "go"))
     cores.register(job.get("lock"), job.get("timing_core"))
+    # where the setup goes, measured by kbx's own code before the candidate is imported
+    parts, last = {"imports": time.monotonic() - began}, time.monotonic()
     if job["device"] == "cuda":  # the context first, unlocked: a second of driver work and
         torch.cuda.synchronize()  # no kernel (creating it runs nothing on the GPU)
         gpuwait.asleep()  # waits for the GPU sleep, except in the timing turn (``gpuwait``)
+    parts["context"], last, queued = time.monotonic() - last, time.monotonic(), gpulock.waited_s()
 
     def guard() -> AbstractContextManager[Any]:
         return gpuops.gpu_ops_locked(job.get("lock"), "inputs made")
 
     plan = runner.Plan.build(task, job["device"], job["device"] == "cuda", job["perf"], guard)
+    parts["inputs"] = time.monotonic() - last - (gpulock.waited_s() - queued)  # less lock waits
+    last = time.monotonic()
     counter = launches.install_launch_counter(job["device"] == "cpu", job.get("lock"))
-    channel.send("ready")
+    parts["hooks"] = time.monotonic() - last
+    parts = {k: round(v, 3) for k, v in parts.items()}
+    channel.send("ready", parts=parts)
     try:
         entry = runner.import_entry(task, Path(CANDIDATE_FILE).resolve())
         channel.send("imported")

@@ -9,9 +9,10 @@ call, or inside a timing, takes nothing more), which also rules out self-deadloc
 Preferring writers has a cost: while a timing waits for a long shared hold to end, every newcomer
 waits too, and the GPU idles.  On two H200s (2026-11-30) timings spent 40% of a cold run waiting
 so, behind the parent's checks (one held 76 s; a check's hold covered its host work too) and
-baseline warm-ups (up to 24 s).  So a long shared hold makes way (``make_way``): at a safe point of its holder (a
-GPU operation under ``gpuops``, a call of a warm-up) it finishes its GPU work, lets go and queues
-again behind the timing, once it is ``YIELD_AFTER_S`` old and a timing holds or wants the gate.
+baseline warm-ups (up to 24 s).  So a long shared hold makes way (``make_way``): at a safe point
+of its holder (a GPU operation under ``gpuops``, a call of a warm-up) it finishes its GPU work,
+lets go and queues again behind the timing, once it is ``YIELD_AFTER_S`` old and a timing holds
+or wants the gate.
 """
 
 from __future__ import annotations

@@ -140,6 +140,11 @@ def visible_gpu(gpu: int) -> str:
     return visible[gpu] if gpu < len(visible) and visible[0] else str(gpu)
 
 
+# The child's setup, as it reports it: imports (after the fork), the CUDA context, inputs (less
+# GPU-lock waits) and kbx's launch hooks; what the setup stage has beyond them is the fork.
+SETUP_PARTS = ("imports", "context", "inputs", "hooks")
+
+
 def process_cpu_s(pid: int) -> float | None:
     """CPU seconds of a live process so far, with those of its children it has waited for
     (Triton's ``ptxas``): ``/proc/<pid>/stat``; None where there is no such file."""
@@ -164,6 +169,7 @@ class Child:
         self.buffer = b""
         self.stage = "setup"
         self.forked = False
+        self.setup_parts: Any = None  # the child's own split of its setup ("ready")
 
     def run(self) -> ChildRun:
         read_fd, write_fd = os.pipe()
@@ -248,6 +254,7 @@ class Child:
             )
             if event == "ready":
                 self.stage, timeout_s = "import", limits.import_s
+                self.setup_parts = msg.get("parts")  # sent before the candidate was imported
             elif event in ("imported", "case"):
                 self.stage = f"{msg.get('kind', 'cases')} {msg.get('index', 0)}"
                 timeout_s = limits.case_s
@@ -277,6 +284,10 @@ class Child:
         run.stage_s = {k: round(v, 3) for k, v in spent.items()}
         if cpu is not None:  # CPU seconds, not a stage: where a loaded run's cores went
             run.stage_s["child_cpu"] = round(cpu, 3)
+        parts = self.setup_parts if isinstance(self.setup_parts, dict) else {}
+        for name in SETUP_PARTS:  # parts of the setup stage, as the child measured them
+            if isinstance(parts.get(name), int | float):
+                run.stage_s[f"setup_{name}"] = float(parts[name])
         return run
 
     def rejection(self, msg: dict[str, Any]) -> Reject:
