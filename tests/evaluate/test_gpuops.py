@@ -181,3 +181,26 @@ def test_a_run_of_gpu_operations_makes_way_for_a_waiting_timing(tmp_path, monkey
     assert done and done[0] < end - 2.0  # within the first second of a 3 s run
     whats = sorted((h["mode"], h["what"]) for h in holds(lock))
     assert whats == [("ex", "timing"), ("sh", "check"), ("sh", "check")] and ops > 1  # split
+
+
+def test_every_reference_gives_the_same_outputs_op_by_op_under_the_lock(tmp_path):
+    """The parent runs each reference under the dispatch mode (``reference.compute``): it must
+    not change or break any task's reference, nor its comparison (run here with every CPU
+    operation taking the lock, the path GPU operations take on a GPU)."""
+    from kbx.evaluate import reference
+    from kbx.suite import load_suite
+
+    lock = str(tmp_path / "gpu0.lock")
+    for task in load_suite().values():
+        case = task.cases[0]
+        inputs = task.make_inputs(case, "cpu")
+        plain = reference.run_reference(task, inputs, case.torch_seed, "cpu")
+        with gpu_ops_locked(lock, f"check {task.id}", device_type="cpu"):
+            locked = reference.run_reference(task, inputs, case.torch_seed, "cpu")
+            # a random task's three calls: seeded, the same seed again, another seed
+            other = reference.run_reference(task, inputs, case.torch_seed + 1, "cpu")
+            reference.verdict_on(task, inputs, plain, [locked, plain, other])
+        assert not gpulock.holding(), task.id
+        if task.random:  # its draws: judged by the task's checker above
+            continue
+        reference.compare(locked, plain, reference.EXACT)
