@@ -254,7 +254,8 @@ class Child:
             )
             if event == "ready":
                 self.stage, timeout_s = "import", limits.import_s
-                self.setup_parts = msg.get("parts")  # sent before the candidate was imported
+                # the first one only: sent before the candidate was imported
+                self.setup_parts = self.setup_parts or msg.get("parts") or {}
             elif event in ("imported", "case"):
                 self.stage = f"{msg.get('kind', 'cases')} {msg.get('index', 0)}"
                 timeout_s = limits.case_s
