@@ -9,11 +9,6 @@ bash scripts/gpu_env.sh > $OUT/env.txt 2>&1
 T=$(python3 -c "from kbx.suite import load_suite; print(','.join(list(load_suite())[::${EVERY:-6}]))")
 pin=(); [ -n "${CPUS:-}" ] && pin=(taskset -c "$CPUS")
 timeout ${LIMIT:-390} "${pin[@]}" python3 benchmarks/harness_throughput.py --phase all --profile --jobs 16 --tasks "$T" --work runs/d --cache runs/d --triton-cache $PWD/runs/d/tc --keep runs/d/keep --out $OUT/diag.json > $OUT/diag-log.txt 2>&1; echo "rc $?" >> $OUT/diag-log.txt
-for r in cold warm1 warm2; do python3 -c "
-import json; from pathlib import Path; from kbx.report import load_records
-run=Path('runs/d/$r')
-if (run/'kbx.sqlite').exists() or (run/'results.jsonl').exists():
-    Path('$OUT/$r.jsonl').write_text(''.join(json.dumps(x)+'\n' for x in load_records(run)))
-"; done
+for r in cold warm1 warm2; do python3 scripts/save_records.py runs/d/$r $OUT/$r.jsonl >/dev/null; done
 for r in cold warm1 warm2; do [ -f runs/d/$r/gpu0.lock.log ] && { echo "== $r"; python3 scripts/lock_report.py runs/d/$r/gpu0.lock.log 10; }; done > $OUT/lockreports.txt 2>&1
 tail -5 $OUT/gputest.txt; tail -25 $OUT/diag-log.txt

@@ -51,16 +51,7 @@ timeout "$LIMIT" "${pin[@]}" python3 benchmarks/harness_throughput.py "${common[
   >> "$OUT/$STEP-log.txt" 2>&1
 echo "exit $? after $(( $(date +%s) - start )) s" >> "$OUT/$STEP-log.txt"
 for run in "${runs[@]}"; do  # records, also of a run the time limit stopped
-  python3 -c "
-import json, sys
-from pathlib import Path
-from kbx.report import load_records
-run = Path('runs/tp/work/$run')
-if (run / 'kbx.sqlite').exists() or (run / 'results.jsonl').exists():
-    records = load_records(run)
-    Path('$OUT/$STEP-$run.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in records))
-    print('$run:', len(records), 'records')
-" >> "$OUT/$STEP-log.txt" 2>&1
+  python3 scripts/save_records.py "runs/tp/work/$run" "$OUT/$STEP-$run.jsonl" >> "$OUT/$STEP-log.txt" 2>&1
 done
 log=runs/tp/work/${runs[0]}/gpu0.lock.log  # the report and the raw hold logs, for a closer look
 [ -f "$log" ] && python3 scripts/lock_report.py "$log" 30 > "runs/tp/$STEP-lockreport.txt" 2>&1

@@ -12,7 +12,7 @@ compile).  Only kbx and torch are imported here, never a candidate.
 from __future__ import annotations
 
 import json
-import resource
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +24,7 @@ from kbx.evaluate.benchtime import time_case
 from kbx.evaluate.gpulock import exclusive, shared
 from kbx.evaluate.gpuops import gpu_ops_locked
 from kbx.evaluate.runner import fresh_arguments, full_fp32
+from kbx.evaluate.sandbox import process_cpu_s
 from kbx.suite import find
 from kbx.task import Inputs, Task
 
@@ -91,15 +92,6 @@ def measure_all(
     return out
 
 
-def cpu_s() -> float:
-    """CPU seconds of this process so far, with its children's that have been waited for."""
-    own, kids = (
-        resource.getrusage(resource.RUSAGE_SELF),
-        resource.getrusage(resource.RUSAGE_CHILDREN),
-    )
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
-
-
 def main(task_id: str, kinds: str, cases: str, lock: str, core: str = "") -> int:
     full_fp32()
     gpuwait.asleep()  # waits sleep, except in the timing turns (``gpuwait``)
@@ -115,7 +107,7 @@ def serve() -> int:
     full_fp32()
     gpuwait.asleep()  # waits sleep, except in the timing turns (``gpuwait``)
     for line in sys.stdin:
-        began = cpu_s()
+        began = process_cpu_s(os.getpid()) or 0.0
         try:
             request = json.loads(line)
             found = measure_all(
@@ -130,7 +122,8 @@ def serve() -> int:
             reply = {"error": f"{type(exc).__name__}: {exc}"}
         if torch.cuda.is_initialized():
             torch.cuda.empty_cache()  # what this task held goes back to the GPU
-        reply["cpu_s"] = round(cpu_s() - began, 3)  # its threads' and its waited children's
+        spent = (process_cpu_s(os.getpid()) or 0.0) - began  # with its waited children's
+        reply["cpu_s"] = round(spent, 3)
         sys.stdout.write(MARK.decode() + json.dumps(reply) + "\n")
         sys.stdout.flush()
     return 0

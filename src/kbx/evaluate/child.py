@@ -56,21 +56,26 @@ def main(job_path: str, msg_fd: int | None = None) -> int:
     gpulock.ON_WAIT.append(lambda waiting: channel.send("wait" if waiting else "go"))
     cores.register(job.get("lock"), job.get("timing_core"))
     # where the setup goes, measured by kbx's own code before the candidate is imported
-    parts, last = {"imports": time.monotonic() - began}, time.monotonic()
+    clock = {"last": began}
+
+    def lap() -> float:
+        now = time.monotonic()
+        spent, clock["last"] = now - clock["last"], now
+        return round(spent, 3)
+
+    parts = {"imports": lap()}
     if job["device"] == "cuda":  # the context first, unlocked: a second of driver work and
         torch.cuda.synchronize()  # no kernel (creating it runs nothing on the GPU)
         gpuwait.asleep()  # waits for the GPU sleep, except in the timing turn (``gpuwait``)
-    parts["context"], last, queued = time.monotonic() - last, time.monotonic(), gpulock.waited_s()
+    parts["context"], queued = lap(), gpulock.waited_s()
 
     def guard() -> AbstractContextManager[Any]:
         return gpuops.gpu_ops_locked(job.get("lock"), "inputs made")
 
     plan = runner.Plan.build(task, job["device"], job["device"] == "cuda", job["perf"], guard)
-    parts["inputs"] = time.monotonic() - last - (gpulock.waited_s() - queued)  # less lock waits
-    last = time.monotonic()
+    parts["inputs"] = round(lap() - (gpulock.waited_s() - queued), 3)  # less lock waits
     counter = launches.install_launch_counter(job["device"] == "cpu", job.get("lock"))
-    parts["hooks"] = time.monotonic() - last
-    parts = {k: round(v, 3) for k, v in parts.items()}
+    parts["hooks"] = lap()
     channel.send("ready", parts=parts)
     try:
         entry = runner.import_entry(task, Path(CANDIDATE_FILE).resolve())

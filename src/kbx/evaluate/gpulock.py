@@ -135,10 +135,7 @@ class exclusive:
 
     def __enter__(self) -> None:
         if self.path and _depth() == 0:
-            asked = time.monotonic()
-            self.take()
-            self.since = (asked, time.monotonic())
-            _held.waited = waited_s() + self.since[1] - asked
+            self.acquire()
             _held.mode = self.mode
             _held.outer = self
             if self.mode == "ex":  # the timing turn's host side
@@ -147,6 +144,13 @@ class exclusive:
         elif self.path and self.mode == "ex" and getattr(_held, "mode", "ex") == "sh":
             raise RuntimeError("the GPU lock cannot be upgraded from shared to exclusive")
         _held.depth = _depth() + 1
+
+    def acquire(self) -> None:
+        """``take`` the lock, noting when it was asked for and got, and the thread's wait."""
+        asked = time.monotonic()
+        self.take()
+        self.since = (asked, time.monotonic())
+        _held.waited = waited_s() + self.since[1] - asked
 
     def take(self) -> None:
         assert self.path is not None
@@ -204,8 +208,5 @@ class shared(exclusive):
             return False
         sync()  # this hold's GPU work must not run into the timing
         self.let_go()
-        asked = time.monotonic()
-        self.take()  # through the gate: behind the timing
-        self.since = (asked, time.monotonic())
-        _held.waited = waited_s() + self.since[1] - asked
+        self.acquire()  # through the gate: behind the timing
         return True

@@ -116,7 +116,7 @@ def in_worker(
         if "error" in reply:
             raise RuntimeError(f"baseline process for {task.id} failed: {reply['error']}"[:400])
         found = reply.get("ok") or {}
-        with _cpu_lock:
+        with _lock:
             WORKER_CPU_S[0] += float(reply.get("cpu_s") or 0.0)
     return {(i, k): found[f"{i}:{k}"] for i, k in wanted}
 
@@ -124,7 +124,6 @@ def in_worker(
 # CPU seconds the baseline workers reported spending on requests of this process, in all
 # (diagnostics: where a cold run's cores went, benchmarks/harness_throughput.py)
 WORKER_CPU_S = [0.0]
-_cpu_lock = threading.Lock()
 
 
 def compile_once(request: dict[str, str], env: dict[str, str]) -> dict[str, float | None]:
