@@ -72,12 +72,25 @@ def one_run(out: Path, cache: Path, args: argparse.Namespace, profile: bool = Fa
         profile=profile,
         compile_baseline=not args.no_compile_baseline,
         triton_cache=args.triton_cache,
+        baselines_first=args.baselines_first,
+        baseline_workers=args.baseline_workers,
     )
     gpus = [int(g) for g in args.gpus.split(",")]
     shutil.rmtree(out, ignore_errors=True)  # a store left by an earlier run would be resumed
     started, cpu_before = time.monotonic(), cpu_times()
     parent_before, workers_before = own_cpu_s(), perf.WORKER_CPU_S[0]
-    done = {"n": 0}
+    done = {"n": 0, "baselines": 0, "baselines_s": None}
+
+    def baseline_done(task_id: str, left: int) -> None:
+        done["baselines"] += 1
+        done["baselines_s"] = time.monotonic() - started  # the stage's wall time, at its end
+        if done["baselines"] % 20 == 0 or not left:
+            print(
+                f"  {out.name}: baselines of {done['baselines']} tasks, {left} left, "
+                f"{done['baselines_s']:.0f} s, workers' CPU "
+                f"{perf.WORKER_CPU_S[0] - workers_before:.0f} s",
+                flush=True,
+            )
 
     def tick(result: Any) -> None:
         done["n"] += 1
@@ -92,6 +105,7 @@ def one_run(out: Path, cache: Path, args: argparse.Namespace, profile: bool = Fa
         args.tasks,
         on_result=tick,
         gpus=gpus,
+        on_baseline=baseline_done,
     )
     wall, cpu_after = time.monotonic() - started, cpu_times()
     ticks = cpu_after[1] - cpu_before[1]
@@ -119,6 +133,7 @@ def one_run(out: Path, cache: Path, args: argparse.Namespace, profile: bool = Fa
         "stage_s": dict(stages),
         "cpu_busy": cpu_busy,
         "cpu_s": cpu_s,
+        "baselines_s": done["baselines_s"],  # --baselines-first: the first stage's wall time
     }
 
 
@@ -201,6 +216,18 @@ def main() -> int:
         default=2,
         help="1: one warm run only (its wall time; no repeatability or profiler figures)",
     )
+    p.add_argument(
+        "--baselines-first",
+        action="store_true",
+        help="measure every missing baseline before any candidate runs (kbx eval "
+        "--baselines-first); the figures' cold_baselines_s is that stage's wall time",
+    )
+    p.add_argument(
+        "--baseline-workers",
+        type=int,
+        default=None,
+        help="with --baselines-first: tasks measured at once per GPU (default: a task per core)",
+    )
     p.add_argument("--source-hash", action="store_true", help="print source_hash and exit")
     args = p.parse_args()
     if args.source_hash:
@@ -225,6 +252,7 @@ def main() -> int:
             figures["cpu_busy_cold"] = cold["cpu_busy"]  # share of the run's cores kept busy
             figures["cpu_s_cold"] = cold["cpu_s"]
             figures["passed_cold"] = passed(cold)
+            figures["cold_baselines_s"] = cold["baselines_s"]
             write(args, figures)
         if args.phase in ("all", "warm"):
             if args.prime:
@@ -269,6 +297,8 @@ def finish(args: argparse.Namespace, figures: dict[str, Any]) -> int:
         jobs_per_gpu=args.jobs,
         cores=len(CORES),  # the CPUs this run could use (taskset)
         shared_triton_cache=args.triton_cache is not None,
+        baselines_first=args.baselines_first,
+        baseline_workers=args.baseline_workers,
         src_sha256=source_hash(),  # the code that ran, where a copied tree's .git is stale
         git=subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
@@ -282,6 +312,8 @@ def finish(args: argparse.Namespace, figures: dict[str, Any]) -> int:
         + (" --no-compile-baseline" if args.no_compile_baseline else "")
         + (f" --triton-cache {args.triton_cache}" if args.triton_cache else "")
         + (" --prime" if args.prime else "")
+        + (" --baselines-first" if args.baselines_first else "")
+        + (f" --baseline-workers {args.baseline_workers}" if args.baseline_workers else "")
         + (f" --warm-runs {args.warm_runs}" if args.warm_runs != 2 else "")
     )
     write(args, figures)

@@ -12,14 +12,17 @@
 #   x2cold  two H200s: --phase cold --gpus 0,1 (every baseline measured; on a fresh machine it
 #         also compiles every kernel, so that a one-GPU cold run after it measures the baselines
 #         with the kernels cached: the figures' cold_cached_kernels says which)
+# BFIRST=1 adds --baselines-first (cold, x2cold: every baseline measured before any candidate),
+# BWORKERS=N its --baseline-workers (tasks measured at once per GPU in that stage).
 # SEED=1 (the default) first seeds the cache's job times, where it has none for a task, from
 # committed H200 records (scripts/seed_durations.py), so that even a first run on a machine
 # starts its longest tasks first; the figures' cold_known_durations counts them.
 # GPUS (default 0) picks the GPU of cold and warm; CPUS (e.g. 0-15) pins the run to those cores
 # with taskset, so that one GPU of a two-GPU host runs with the cores of a one-GPU machine.
-# Each step writes to $OUT (at most 8 files): its log, the figures JSON, each run's records (also
-# of a run cut off by LIMIT, read from its store), the baseline cache, and $STEP-locks.tgz with
-# the GPU lock's report and raw hold logs of the first run.
+# Each step writes to $OUT (at most 8 files): its log (ending with the baselines' and the
+# candidates' timing drift against the committed reference run), the figures JSON, each run's
+# records (also of a run cut off by LIMIT, read from its store), the baseline cache, and
+# $STEP-locks.tgz with the GPU lock's report and raw hold logs of the first run.
 set -uo pipefail
 STEP=${1:?usage: gpu_throughput.sh cold|warm|x2cold|x2}
 OUT=${OUT:-gpu-out}; LIMIT=${LIMIT:-570}; JOBS=${JOBS:-16}; GPUS=${GPUS:-0}
@@ -38,6 +41,9 @@ case $STEP in
       [ "${WARM_RUNS:-2}" = 2 ] && runs+=(warm2) ;;
   *) echo "unknown step $STEP" >&2; exit 2 ;;
 esac
+# BFIRST=1: a cold run measures every baseline before any candidate (--baselines-first)
+[ "${BFIRST:-0}" = 1 ] && args+=(--baselines-first)
+[ -n "${BWORKERS:-}" ] && args+=(--baseline-workers "$BWORKERS")  # tasks at once per GPU there
 # a machine without the kernels: compile them first (its records come back too)
 [ "${PRIME:-0}" = 1 ] && { args+=(--prime); runs=(prime "${runs[@]}"); }
 if [ "${SEED:-1}" = 1 ]; then  # job times of earlier H200 runs, for the longest-first order
@@ -64,4 +70,12 @@ python3 -c "
 import sqlite3
 sqlite3.connect('runs/tp/baselines.sqlite').backup(sqlite3.connect('$OUT/baselines.sqlite'))
 " 2>/dev/null
-tail -15 "$OUT/$STEP-log.txt"
+{ echo "== baselines against reference-h200.jsonl (eager)"  # measured under load, or not
+  [ -f "$OUT/baselines.sqlite" ] &&
+    python3 scripts/timing_drift.py docs/validation/reference-h200.jsonl "$OUT/baselines.sqlite" 10
+  for run in "${runs[@]}"; do
+    echo "== $run: candidates' timings against reference-h200.jsonl"
+    [ -f "$OUT/$STEP-$run.jsonl" ] &&
+      python3 scripts/timing_drift.py docs/validation/reference-h200.jsonl "$OUT/$STEP-$run.jsonl" 5
+  done; } >> "$OUT/$STEP-log.txt" 2>&1
+tail -30 "$OUT/$STEP-log.txt"

@@ -1,11 +1,27 @@
 """The scheduler spreads jobs over GPUs; a child sees only its own GPU."""
 
+import os
+import threading
+import time
+from contextlib import nullcontext
+from dataclasses import replace
 from pathlib import Path
+
+import pytest
+import torch
 
 from kbx import runs
 from kbx.candidate import Candidate
 from kbx.evaluate.pipeline import EvalConfig
 from kbx.evaluate.sandbox import SandboxConfig, child_env
+
+
+@pytest.fixture(autouse=True)
+def keep_torch_threads():
+    """A GPU run gives its job threads a share of the cores each; other tests keep theirs."""
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
 
 
 def test_jobs_are_spread_over_the_gpus(monkeypatch):
@@ -22,6 +38,58 @@ def test_jobs_are_spread_over_the_gpus(monkeypatch):
     assert len(results) == 10
     assert set(seen) == {0, 1}
     assert sorted(sched.slots.queue, key=str) == [0, 0, 1, 1]
+    cores = len(os.sched_getaffinity(0))
+    assert torch.get_num_threads() == max(1, cores // 4)  # the jobs' share of the cores each
+
+
+def test_baselines_first_measures_each_task_once_before_any_candidate(monkeypatch):
+    events = []
+
+    def fake_baselines(task, kinds, lock, cache, gpu):
+        events.append(("baselines", task.id, gpu, lock))
+        if task.id == "Math/add":
+            raise RuntimeError("eager failed")  # left to the task's job, which reports it
+
+    monkeypatch.setattr(runs.perf, "baseline_ms", fake_baselines)
+    monkeypatch.setattr(runs, "on_gpu", lambda gpu: nullcontext())  # no GPU here
+    monkeypatch.setattr(runs, "evaluate", lambda c, cfg: events.append(("job", c.task_id)))
+    cfg = EvalConfig(device="cuda", run_dir=Path("/tmp/kbx-run"), baselines_first=True)
+    tasks = ["Activation/gelu", "Math/add", "Activation/gelu", "Loss/kl_div", "Math/sub"]
+    cands = [Candidate(f"s{i}", t, "x") for i, t in enumerate(tasks)]
+    told = []
+    list(runs.Scheduler(cfg, jobs=2, gpus=[0, 1]).run(cands, lambda t, left: told.append(left)))
+    measured = [e for e in events if e[0] == "baselines"]
+    assert sorted(e[1] for e in measured) == sorted(set(tasks))  # once per task
+    assert {e[2] for e in measured} == {0, 1}
+    assert all(e[3] == f"/tmp/kbx-run/gpu{e[2]}.lock" for e in measured)  # that GPU's lock
+    assert [e[0] for e in events] == ["baselines"] * 4 + ["job"] * 5
+    assert told == [3, 2, 1, 0]
+    events.clear()
+    list(runs.Scheduler(replace(cfg, baselines_first=False), jobs=2).run(cands))
+    assert [e[0] for e in events] == ["job"] * 5  # by default each job's own prefetch does it
+
+
+def test_the_baselines_stage_measures_as_many_tasks_at_once_as_it_is_told(monkeypatch):
+    busy, most = [0], [0]
+    guard = threading.Lock()
+
+    def fake_baselines(task, kinds, lock, cache, gpu):
+        with guard:
+            busy[0] += 1
+            most[0] = max(most[0], busy[0])
+        time.sleep(0.05)
+        with guard:
+            busy[0] -= 1
+
+    monkeypatch.setattr(runs.perf, "baseline_ms", fake_baselines)
+    monkeypatch.setattr(runs, "on_gpu", lambda gpu: nullcontext())
+    ids = ["Activation/gelu", "Math/add", "Loss/kl_div", "Math/sub", "Reduce/sum", "Math/abs"]
+    cfg = EvalConfig(device="cuda", baselines_first=True, baseline_workers=2)
+    runs.Scheduler(cfg, jobs=1, gpus=[0]).baselines(ids)
+    assert most[0] == 2
+    most[0] = 0
+    runs.Scheduler(replace(cfg, baseline_workers=1), jobs=1, gpus=[0, 1]).baselines(ids)
+    assert most[0] == 2  # one per GPU
 
 
 def test_child_sees_only_its_gpu(monkeypatch, tmp_path: Path):

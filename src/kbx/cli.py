@@ -117,6 +117,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         profile=args.profile,
         fork=not args.no_fork_server,
         triton_cache=Path(args.triton_cache).resolve() if args.triton_cache else None,
+        baselines_first=args.baselines_first,
     )
     with progress_bar() as bar:
         progress = bar.add_task("evaluating", total=None, last="")
@@ -306,6 +307,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="Triton kernel and autotuning cache to share across runs, so that re-evaluating the "
         "same kernels skips compiling and autotuning them (default: a fresh one in the run "
         "folder); share it only between runs whose candidates you trust alike",
+    )
+    e.add_argument(
+        "--baselines-first",
+        action="store_true",
+        help="measure every baseline missing from the cache before any candidate runs, a task "
+        "per core (results start coming after that stage; experimental: see "
+        "docs/design/timing.md)",
     )
     e.add_argument("--timeout-s", type=float, help="limit for import, each case and each timing")
     e.add_argument(

@@ -6,20 +6,26 @@ multi-GPU or Ray backend later): it takes candidates and yields results as they 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import queue
 import statistics
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from kbx.candidate import Candidate, read_source
 from kbx.evaluate import cores, gpuops, gpuwait, perf
 from kbx.evaluate.pipeline import EvalConfig, evaluate
+from kbx.evaluate.runner import on_gpu
 from kbx.result import Result
 from kbx.store import Store, export
-from kbx.suite import select
+from kbx.suite import find, select
+from kbx.task import Task
 
 
 class Scheduler:
@@ -41,7 +47,13 @@ class Scheduler:
         finally:
             self.slots.put(gpu)
 
-    def run(self, candidates: Iterable[Candidate]) -> Iterator[tuple[Candidate, Result]]:
+    def run(
+        self,
+        candidates: Iterable[Candidate],
+        on_baseline: Callable[[str, int], None] | None = None,
+    ) -> Iterator[tuple[Candidate, Result]]:
+        """Results as the candidates finish; with ``cfg.baselines_first``, after every baseline
+        their tasks lack has been measured (``on_baseline(task_id, left)`` after each task)."""
         if self.cfg.device.startswith("cuda"):
             # Before any thread: the first operation under a dispatch mode imports torch._dynamo
             # and more, which register operators; on the H200 (torch 2.11) that import, begun by
@@ -50,8 +62,14 @@ class Scheduler:
             gpuops.preload()
             gpuwait.asleep()  # its threads wait for the GPU without spinning a core each
             cores.reserve(self.gpus)  # a core per GPU for its timing turns, the rest for all else
+            # the job threads' CPU math (float64 checks, inputs) on their share of the cores
+            # each, not a thread per core each (torch's thread count is one setting per process)
+            torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // self.jobs))
             for gpu in self.gpus:
                 cores.register(replace(self.cfg, gpu=gpu).sandbox().lock, cores.for_gpu(gpu))
+        if self.cfg.timed and self.cfg.baselines_first:
+            candidates = list(candidates)
+            self.baselines([c.task_id for c in candidates], on_baseline)
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
             pending: dict[Future[Result], Candidate] = {}
             for cand in candidates:
@@ -60,6 +78,42 @@ class Scheduler:
                     yield from self.drain(pending, FIRST_COMPLETED)
             while pending:
                 yield from self.drain(pending, FIRST_COMPLETED)
+
+    def baselines(
+        self, task_ids: list[str], on_baseline: Callable[[str, int], None] | None = None
+    ) -> None:
+        """Measure every baseline these tasks lack (the cache's are kept) before any candidate
+        runs, a task per core (or ``cfg.baseline_workers`` per GPU) spread over the GPUs: the
+        stage has the cores and the GPU lock to itself, where interleaved with the candidates a
+        cold run's baselines, children and checks queued behind each other.  On two H200s it
+        measured 160 tasks' in 177 s, but 29% of its eager baselines came out over 10% slower
+        than in a quiet run (docs/design/timing.md, Throughput), hence off by default.  A task
+        whose baselines fail here is left to its job, which measures them again and reports
+        the error."""
+        found = (find(i) for i in dict.fromkeys(task_ids))
+        tasks = [t for t in found if t is not None]
+        cache = perf.open_cache(self.cfg.baseline_cache)
+        cores = len(os.sched_getaffinity(0))
+        per_gpu = self.cfg.baseline_workers or max(1, cores // len(self.gpus))
+        slots: queue.Queue[int | None] = queue.Queue()
+        for i in range(per_gpu * len(self.gpus)):
+            slots.put(self.gpus[i % len(self.gpus)])
+
+        def measure(task: Task) -> str:
+            gpu = slots.get()
+            try:
+                lock = replace(self.cfg, gpu=gpu).sandbox().lock
+                with on_gpu(gpu), contextlib.suppress(Exception):
+                    perf.baseline_ms(task, self.cfg.kinds, lock, cache, gpu)
+            finally:
+                slots.put(gpu)
+            return task.id
+
+        with ThreadPoolExecutor(max_workers=per_gpu * len(self.gpus)) as pool:
+            futures = [pool.submit(measure, t) for t in tasks]
+            for left, fut in enumerate(as_completed(futures), start=1):
+                if on_baseline:
+                    on_baseline(fut.result(), len(futures) - left)
 
     @staticmethod
     def drain(
@@ -110,6 +164,7 @@ def run_eval(
     on_start: Callable[[RunPlan], None] | None = None,
     on_result: Callable[[Result], None] | None = None,
     gpus: list[int] | None = None,
+    on_baseline: Callable[[str, int], None] | None = None,
 ) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     store = Store(out_dir / "kbx.sqlite")
@@ -118,7 +173,8 @@ def run_eval(
         if on_start:
             on_start(plan)
         cache = perf.open_cache(cfg.baseline_cache) if cfg.timed else None
-        for cand, result in Scheduler(cfg, jobs, gpus).run(longest_first(plan.todo, cache)):
+        todo = longest_first(plan.todo, cache)
+        for cand, result in Scheduler(cfg, jobs, gpus).run(todo, on_baseline):
             store.put(cand.key, dict(result.record(), key=cand.key))
             if cache and result.task_id:
                 cache.put_duration(result.task_id, result.duration_s)

@@ -75,3 +75,21 @@ def test_a_failed_worker_leaves_the_task_to_a_process_of_its_own(monkeypatch):
     monkeypatch.setattr(compile_pool.POOL, "ask", failing)
     with pytest.raises(RuntimeError, match="baseline process for Math/add failed"):
         perf.in_worker(find("Math/add"), [(0, "eager"), (0, "compile")], None, None)
+
+
+def test_a_baseline_worker_computes_on_one_thread(monkeypatch):
+    """32 workers with a thread per core each on 32 cores left the linear-algebra tasks'
+    inputs unbuilt after 500 s (H200 x2): each worker gets one thread, and one compile thread."""
+    from kbx.evaluate import perf
+    from kbx.suite import find
+
+    envs = []
+
+    def ask(key, env, request, timeout_s):
+        envs.append(env)
+        return {"ok": {"0:eager": 1.0}}
+
+    monkeypatch.setattr(compile_pool.POOL, "ask", ask)
+    perf.in_worker(find("Math/add"), [(0, "eager")], None, None)
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "TORCHINDUCTOR_COMPILE_THREADS"):
+        assert envs[0][name] == "1"

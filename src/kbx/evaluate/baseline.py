@@ -21,7 +21,7 @@ import torch
 
 from kbx.evaluate import cores, gpuwait
 from kbx.evaluate.benchtime import time_case
-from kbx.evaluate.gpulock import exclusive, shared
+from kbx.evaluate.gpulock import exclusive, holding, shared
 from kbx.evaluate.gpuops import gpu_ops_locked
 from kbx.evaluate.runner import fresh_arguments, full_fp32
 from kbx.evaluate.sandbox import process_cpu_s
@@ -34,8 +34,8 @@ def measure(
 ) -> float | None:
     """Median ms of one baseline on one benchmark case, with the candidates' timing engine.
 
-    torch.compile compiles on a first call without the lock (seconds of CPU; its single run of
-    the compiled graph is a negligible disturbance to a concurrent timing).  Both kinds warm up
+    torch.compile compiles on a first call without the lock (seconds of CPU), then runs its
+    graph under an exclusive hold (``compiled``).  Both kinds warm up
     under the shared lock, alongside other GPU work, and take the exclusive lock only for their
     timed calls; the warm-up makes way for a waiting timing between its calls
     (``timing.warm_up``), never inside one, whose duration decides how the case is timed.  A
@@ -48,10 +48,10 @@ def measure(
         with torch.no_grad():
             if kind == "compile":
                 torch._dynamo.reset()
-                fn = torch.compile(task.reference, dynamic=False)
-                args, kwargs = fresh_arguments(inputs)
-                fn(*args, **kwargs)
-                torch.cuda.synchronize()
+                fn = compiled(task.reference, lock)
+                with gpu_ops_locked(lock, "compile inputs"):
+                    args, kwargs = fresh_arguments(inputs)
+                fn(*args, **kwargs)  # compiles unlocked; its graph's first run is locked
             timing, _, _ = time_case(
                 task,
                 case,
@@ -66,6 +66,41 @@ def measure(
             raise
         return None
     return timing.median_ms
+
+
+def compiled(reference: Callable[..., Any], lock: str | None) -> Callable[..., Any]:
+    """``torch.compile`` of the reference in its default mode (inductor, its default settings,
+    static shapes), whose compiled graphs run under the GPU lock: a graph's first run, outside
+    the timing engine's holds, takes an exclusive hold, since inductor benchmarks its kernels'
+    configs then to pick one (and may build cuBLAS and cuDNN state).  Compiling, the CPU's part,
+    stays outside the lock: with one compile thread (``perf.ONE_THREAD``), inductor compiles
+    every kernel while it builds the graph, before that first run.
+
+    Unlocked, those first runs could overlap other processes' timings, the likely cause (not
+    confirmed) of what a two-H200 run that measured every task's baselines with 16 workers per
+    GPU saw: 29% of its eager baselines more than 10% slower than in the committed reference
+    run, some 3-25x (2026-11-30)."""
+    from torch._dynamo import lookup_backend
+
+    inductor = lookup_backend("inductor")
+
+    def backend(graph: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+        run = inductor(graph, example_inputs)
+        if lock is None:
+            return run
+
+        def locked_run(*args: Any) -> Any:
+            if holding():  # a warm-up's or a timing's hold already covers it
+                return run(*args)
+            with exclusive(lock, "compile first run"):
+                out = run(*args)
+                if torch.cuda.is_initialized():  # its GPU work done before the hold ends
+                    torch.cuda.synchronize()
+            return out
+
+        return locked_run
+
+    return torch.compile(reference, dynamic=False, backend=backend)
 
 
 def case_inputs(task: Task, index: int, lock: str | None) -> Inputs:

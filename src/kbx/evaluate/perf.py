@@ -91,6 +91,14 @@ def baseline_key(task: Task, index: int, kind: str) -> str:
     return json.dumps(parts, sort_keys=True)
 
 
+# A baseline worker computes on one core: torch.compile's workers (inductor's compile threads) and
+# the CPU math of its inputs (float64 draws, factorisations) alike.  With torch's default of a
+# thread per core in each of 32 workers on 32 cores, ten linear-algebra tasks (float64 inputs
+# built on the CPU) had no baselines after 571 s; with one thread each, 160 tasks' were done in
+# 177 s, all ten among them (H200 x2, 2026-11-30).
+ONE_THREAD = {"TORCHINDUCTOR_COMPILE_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
 def in_worker(
     task: Task, wanted: list[tuple[int, str]], lock_path: str | None, gpu: int | None
 ) -> dict[tuple[int, str], float | None]:
@@ -100,7 +108,7 @@ def in_worker(
     shared one GIL with every job thread's and prefetch's Python (the dispatch mode runs Python
     for each operation): exclusive eager holds lasted up to 45 s (13 s at most in a one-GPU run
     before), and both GPUs' work waited behind them (H200 x2, cold run, 2026-11-30)."""
-    env = dict(os.environ, TORCHINDUCTOR_COMPILE_THREADS="1", PYTHONPATH=KBX_PATH)
+    env = dict(os.environ, PYTHONPATH=KBX_PATH, **ONE_THREAD)
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = visible_gpu(gpu)
     kinds = ",".join(sorted({k for _, k in wanted}))
