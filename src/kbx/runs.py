@@ -6,7 +6,6 @@ multi-GPU or Ray backend later): it takes candidates and yields results as they 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import queue
 import statistics
@@ -21,7 +20,6 @@ import torch
 from kbx.candidate import Candidate, read_source
 from kbx.evaluate import cores, gpuops, gpuwait, perf
 from kbx.evaluate.pipeline import EvalConfig, evaluate
-from kbx.evaluate.runner import on_gpu
 from kbx.result import Result
 from kbx.store import Store, export
 from kbx.suite import find, select
@@ -36,9 +34,7 @@ class Scheduler:
         self.cfg, self.jobs = cfg, max(1, jobs)
         choices: list[int | None] = list(gpus) if gpus else [None]
         self.gpus = choices
-        self.slots: queue.Queue[int | None] = queue.Queue()
-        for i in range(self.jobs):
-            self.slots.put(choices[i % len(choices)])
+        self.slots = gpu_slots(choices, self.jobs)
 
     def evaluate(self, candidate: Candidate) -> Result:
         gpu = self.slots.get()
@@ -95,16 +91,13 @@ class Scheduler:
         cache = perf.open_cache(self.cfg.baseline_cache)
         cores = len(os.sched_getaffinity(0))
         per_gpu = self.cfg.baseline_workers or max(1, cores // len(self.gpus))
-        slots: queue.Queue[int | None] = queue.Queue()
-        for i in range(per_gpu * len(self.gpus)):
-            slots.put(self.gpus[i % len(self.gpus)])
+        slots = gpu_slots(self.gpus, per_gpu * len(self.gpus))
 
         def measure(task: Task) -> str:
             gpu = slots.get()
             try:
                 lock = replace(self.cfg, gpu=gpu).sandbox().lock
-                with on_gpu(gpu), contextlib.suppress(Exception):
-                    perf.baseline_ms(task, self.cfg.kinds, lock, cache, gpu)
+                perf.fetch_quietly(task, self.cfg.kinds, lock, cache, gpu)
             finally:
                 slots.put(gpu)
             return task.id
@@ -122,6 +115,15 @@ class Scheduler:
         done, _ = wait(list(pending), return_when=how)
         for fut in done:
             yield pending.pop(fut), fut.result()
+
+
+def gpu_slots(gpus: list[int | None], count: int) -> queue.Queue[int | None]:
+    """``count`` slots, each naming one of ``gpus`` in turn: a worker takes one, runs on that GPU
+    and gives it back."""
+    slots: queue.Queue[int | None] = queue.Queue()
+    for i in range(count):
+        slots.put(gpus[i % len(gpus)])
+    return slots
 
 
 @dataclass

@@ -194,12 +194,20 @@ def prefetch(
     of following it (on the H200 a cold run's jobs spent a median 23.9 s a task on baselines
     after their candidates).  ``speedups`` later finds them in memory, or waits for them under
     the task's lock; a failure here is left for that later call to raise."""
+    return _prefetcher.submit(fetch_quietly, task, kinds, lock_path, cache, gpu)
 
-    def run() -> None:
-        with on_gpu(gpu), contextlib.suppress(Exception):
-            baseline_ms(task, kinds, lock_path, cache, gpu)
 
-    return _prefetcher.submit(run)
+def fetch_quietly(
+    task: Task,
+    kinds: tuple[str, ...],
+    lock_path: str | None,
+    cache: BaselineCache | None,
+    gpu: int | None = None,
+) -> None:
+    """``baseline_ms`` on the job's GPU, ahead of the call that needs the numbers: a failure is
+    left for that call to raise (and report against the task)."""
+    with on_gpu(gpu), contextlib.suppress(Exception):
+        baseline_ms(task, kinds, lock_path, cache, gpu)
 
 
 def cache_get(cache: BaselineCache | None, key: str) -> tuple[bool, float | None]:
