@@ -36,6 +36,10 @@ class Scheduler:
         self.gpus = choices
         self.slots = gpu_slots(choices, self.jobs)
 
+    def lock(self, gpu: int | None) -> str | None:
+        """The path of ``gpu``'s lock, as its jobs' children and baseline workers name it."""
+        return replace(self.cfg, gpu=gpu).sandbox().lock
+
     def evaluate(self, candidate: Candidate) -> Result:
         gpu = self.slots.get()
         try:
@@ -62,7 +66,7 @@ class Scheduler:
             # each, not a thread per core each (torch's thread count is one setting per process)
             torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // self.jobs))
             for gpu in self.gpus:
-                cores.register(replace(self.cfg, gpu=gpu).sandbox().lock, cores.for_gpu(gpu))
+                cores.register(self.lock(gpu), cores.for_gpu(gpu))
         if self.cfg.timed and self.cfg.baselines_first:
             candidates = list(candidates)
             self.baselines([c.task_id for c in candidates], on_baseline)
@@ -89,15 +93,15 @@ class Scheduler:
         found = (find(i) for i in dict.fromkeys(task_ids))
         tasks = [t for t in found if t is not None]
         cache = perf.open_cache(self.cfg.baseline_cache)
-        cores = len(os.sched_getaffinity(0))
-        per_gpu = self.cfg.baseline_workers or max(1, cores // len(self.gpus))
+        per_gpu = self.cfg.baseline_workers or max(
+            1, len(os.sched_getaffinity(0)) // len(self.gpus)
+        )
         slots = gpu_slots(self.gpus, per_gpu * len(self.gpus))
 
         def measure(task: Task) -> str:
             gpu = slots.get()
             try:
-                lock = replace(self.cfg, gpu=gpu).sandbox().lock
-                perf.fetch_quietly(task, self.cfg.kinds, lock, cache, gpu)
+                perf.fetch_quietly(task, self.cfg.kinds, self.lock(gpu), cache, gpu)
             finally:
                 slots.put(gpu)
             return task.id

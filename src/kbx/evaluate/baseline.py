@@ -21,7 +21,7 @@ import torch
 
 from kbx.evaluate import cores, gpuwait
 from kbx.evaluate.benchtime import time_case
-from kbx.evaluate.gpulock import exclusive, holding, shared
+from kbx.evaluate.gpulock import exclusive, holding, locked, shared
 from kbx.evaluate.gpuops import gpu_ops_locked
 from kbx.evaluate.runner import fresh_arguments, full_fp32
 from kbx.evaluate.sandbox import process_cpu_s
@@ -92,11 +92,7 @@ def compiled(reference: Callable[..., Any], lock: str | None) -> Callable[..., A
         def locked_run(*args: Any) -> Any:
             if holding():  # a warm-up's or a timing's hold already covers it
                 return run(*args)
-            with exclusive(lock, "compile first run"):
-                out = run(*args)
-                if torch.cuda.is_initialized():  # its GPU work done before the hold ends
-                    torch.cuda.synchronize()
-            return out
+            return locked(lock, "compile first run", run, *args, _hold=exclusive)
 
         return locked_run
 

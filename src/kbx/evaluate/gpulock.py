@@ -23,7 +23,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import Any, TextIO
 
 from kbx.evaluate import cores, gpuwait
 
@@ -210,3 +210,15 @@ class shared(exclusive):
         self.let_go()
         self.acquire()  # through the gate: behind the timing
         return True
+
+
+def locked(
+    path: str, what: str, fn: Callable[..., Any], *args: Any, _hold: Any = shared, **kwargs: Any
+) -> Any:
+    """``fn`` under the GPU lock (shared unless ``_hold`` says otherwise), its GPU work finished
+    before the lock is let go (``what`` names the hold in the lock's log; ``fn``'s own arguments
+    pass untouched): a kernel launch, an autotuning config's benchmark, a compiled graph's run."""
+    with _hold(path, what):
+        out = fn(*args, **kwargs)
+        cuda_sync()
+    return out

@@ -4,12 +4,11 @@ the GPU taken through the per-GPU lock, with compilation kept outside it."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from kbx.evaluate.gpulock import exclusive, holding, shared
+from kbx.evaluate.gpulock import exclusive, holding, locked
 
 
 class LaunchCounter:
@@ -76,18 +75,6 @@ def track_streams() -> None:
         return stream
 
     torch.cuda.Stream.__new__ = staticmethod(new)  # type: ignore[method-assign, assignment]
-
-
-def locked(
-    lock: str, what: str, fn: Callable[..., Any], *args: Any, _hold: Any = shared, **kwargs: Any
-) -> Any:
-    """``fn`` under the GPU lock (shared unless ``_hold`` says otherwise), its GPU work finished
-    before the lock is let go (``what`` names the hold in the lock's log; the kernel's own
-    arguments pass untouched)."""
-    with _hold(lock, what):
-        out = fn(*args, **kwargs)
-        torch.cuda.synchronize()
-    return out
 
 
 def lock_autotuner(lock: str) -> None:
