@@ -34,6 +34,19 @@ class Channel:
         self.stream.flush()
 
 
+def make_context(device: str) -> None:
+    """The CUDA context, unlocked: a second of driver work and no kernel (creating it runs
+    nothing on the GPU); from then on the process waits for the GPU asleep, except in a timing
+    turn (``gpuwait``)."""
+    if device == "cuda":
+        import torch
+
+        from kbx.evaluate import gpuwait
+
+        torch.cuda.synchronize()
+        gpuwait.asleep()
+
+
 def main(job_path: str, msg_fd: int | None = None) -> int:
     """Run the job; ``msg_fd`` is the progress pipe when it is not the job file's (a child
     forked by ``forkserver.py`` receives it under another number)."""
@@ -45,7 +58,7 @@ def main(job_path: str, msg_fd: int | None = None) -> int:
         os.environ["TRITON_INTERPRET"] = "1"  # must precede the first import of triton
     import torch
 
-    from kbx.evaluate import benchtime, cores, gpulock, gpuops, gpuwait, launches, runner
+    from kbx.evaluate import benchtime, cores, gpulock, gpuops, launches, runner
     from kbx.suite import find
 
     runner.full_fp32()
@@ -64,9 +77,7 @@ def main(job_path: str, msg_fd: int | None = None) -> int:
         return round(spent, 3)
 
     parts = {"imports": lap()}
-    if job["device"] == "cuda":  # the context first, unlocked: a second of driver work and
-        torch.cuda.synchronize()  # no kernel (creating it runs nothing on the GPU)
-        gpuwait.asleep()  # waits for the GPU sleep, except in the timing turn (``gpuwait``)
+    make_context(job["device"])  # made already in a spare of the fork server
     parts["context"], queued = lap(), gpulock.waited_s()
 
     def guard() -> AbstractContextManager[Any]:

@@ -1,20 +1,24 @@
 """A fork server for candidate children: Python, torch, triton and kbx imported once, then one
 ``fork`` per candidate instead of a fresh interpreter (about 2 s of imports saved per child).
 
-``python -m kbx.evaluate.forkserver DEVICE FD`` is started by the parent (``ForkServer``) with the
-children's scrubbed environment; it never touches CUDA (a process that initialised CUDA cannot
-fork children that use it).  Over a ``SOCK_SEQPACKET`` socket it takes one request per child (a
-JSON object: job file, working folder, environment; with the child's progress pipe, stdout and
-stderr as file descriptors), forks, and answers with the child's pid; when a child ends it sends
-its exit code (negative: killed by that signal), as ``Popen.wait`` would give.
+``python -m kbx.evaluate.forkserver DEVICE FD SPARES`` is started by the parent (``ForkServer``)
+with the children's scrubbed environment; it never touches CUDA (a process that initialised CUDA
+cannot fork children that use it).  Over a ``SOCK_SEQPACKET`` socket it takes one request per
+child (a JSON object: job file, working folder, environment; with the child's progress pipe,
+stdout and stderr as file descriptors), hands it to a spare child or forks one, and answers with
+the child's pid; when a child ends it sends its exit code (negative: killed by that signal), as
+``Popen.wait`` would give.  Spares (``spares.py``) are forked ahead of need and make their CUDA
+context before a job comes: ``SPARES`` idle ones per set of visible devices (``KBX_SPARES``
+overrides it; 0: none).
 
-The forked child gets what a fresh one would: its own session (so it can be killed as a group),
-folder, environment, standard streams and resource limits, then runs ``child.run_job``.
+The child gets what a fresh one would: its own session (so it can be killed as a group), folder,
+environment, standard streams and resource limits, then runs ``child.run_job``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import select
@@ -26,13 +30,19 @@ import tempfile
 import threading
 import traceback
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
+
+from kbx.evaluate import spares
 
 READY_TIMEOUT_S = 120.0  # the server's own start-up: imports of torch and triton
+# idle spares per set of visible devices: on a GPU a few, since jobs start about once a second
+# there and a context takes a second or more; on the CPU one (nothing to make but the fork)
+SPARES = {"cuda": 4, "cpu": 1}
 
 
-def serve(sock: socket.socket, device: str) -> int:
-    """Import everything a child needs, then fork one child per request until the parent goes."""
+def serve(sock: socket.socket, device: str, spare_count: int) -> int:
+    """Import everything a child needs, then start one child per request (a spare, where one is
+    idle for its devices) until the parent goes."""
     if device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"  # before triton is first imported
     import torch  # noqa: F401 - imported here so that children start with it
@@ -45,18 +55,20 @@ def serve(sock: socket.socket, device: str) -> int:
     gpuops.preload()
     if torch.cuda.is_initialized():  # a forked child could not use CUDA
         raise RuntimeError("CUDA was initialised in the fork server")
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
+    wake_r, wake_w = socket.socketpair()  # SIGCHLD wakes the select below
+    wake_w.setblocking(False)
+    signal.set_wakeup_fd(wake_w.fileno())
     signal.signal(signal.SIGCHLD, lambda *_: None)
+    mine = [sock, wake_r, wake_w]  # what a forked child closes first, with the idle spares'
+    pool = spares.Spares(spare_count, functools.partial(spare, device))
     children: set[int] = set()
     sock.send(json.dumps({"ready": True}).encode())
     while True:
-        ready, _, _ = select.select([sock.fileno(), wake_r], [], [])
+        ready, _, _ = select.select([sock, wake_r], [], [])
         if wake_r in ready:
-            os.read(wake_r, 4096)
-        reap(children, sock)
-        if sock.fileno() not in ready:
+            wake_r.recv(4096)
+        reap(children, pool, sock)
+        if sock not in ready:
             continue
         try:
             data, fds, _, _ = socket.recv_fds(sock, 1 << 20, 3)
@@ -65,18 +77,20 @@ def serve(sock: socket.socket, device: str) -> int:
         if not data:
             return 0  # the parent has gone (exited, or killed by a time limit)
         request = json.loads(data)
-        pid = os.fork()
-        if pid == 0:
-            os.close(wake_r)
-            os.close(wake_w)
-            become_child(request, fds, sock)  # never returns
+        visible = request["env"].get("CUDA_VISIBLE_DEVICES", "")
+        pid = pool.take(visible, data, fds)
+        if pid is None:  # no spare ready: fork one for this job
+            pid = os.fork()
+            if pid == 0:
+                fresh(request, fds, mine + pool.sockets())
         for fd in fds:
             os.close(fd)
         children.add(pid)
         sock.send(json.dumps({"id": request["id"], "pid": pid}).encode())
+        pool.fill(visible, mine)
 
 
-def reap(children: set[int], sock: socket.socket) -> None:
+def reap(children: set[int], pool: spares.Spares, sock: socket.socket) -> None:
     while children:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -84,18 +98,60 @@ def reap(children: set[int], sock: socket.socket) -> None:
             return
         if pid == 0:
             return
+        if pool.forget(pid):
+            continue  # a spare that died before it got a job: nobody waits for it
         children.discard(pid)
         sock.send(json.dumps({"pid": pid, "exit": os.waitstatus_to_exitcode(status)}).encode())
 
 
-def become_child(request: dict[str, Any], fds: list[int], sock: socket.socket) -> None:
-    """In the forked process: set up what a fresh child would have, run the job, exit."""
+def detach(close: list[socket.socket]) -> None:
+    """In a forked process: drop the server's sockets, signal set-up and session."""
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    for conn in close:
+        conn.close()
+    os.setsid()
+    from kbx.evaluate.sandbox import limit_resources
+
+    limit_resources()
+
+
+def fresh(request: dict[str, Any], fds: list[int], close: list[socket.socket]) -> NoReturn:
+    """A child forked for a job that no spare could take."""
     code = 70
     try:
-        sock.close()
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        os.setsid()
+        detach(close)
+        code = enter(request, fds)
+    except BaseException:  # noqa: BLE001 - on the server's stderr, before the job's streams
+        traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
+def spare(device: str, visible: str, conn: socket.socket, close: list[socket.socket]) -> NoReturn:
+    """A spare's process: its CUDA context made, it waits for one job and runs it."""
+    code = 70
+    try:
+        detach(close)
+        if visible:
+            os.environ["CUDA_VISIBLE_DEVICES"] = visible  # before the context
+        from kbx.evaluate import child
+
+        child.make_context(device)
+        data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+        conn.close()
+        code = enter(json.loads(data), fds) if data else 0  # no data: the server has gone
+    except BaseException:  # noqa: BLE001 - a spare without a job reports to the server's stderr
+        traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
+def enter(request: dict[str, Any], fds: list[int]) -> int:
+    """In a detached child: take the job's streams, folder and environment, run it; its exit
+    code (kbx's own fault: 70, reported on the child's stderr, like a fresh child)."""
+    code = 70
+    try:
         msg_fd, out_fd, err_fd = fds
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
@@ -110,17 +166,15 @@ def become_child(request: dict[str, Any], fds: list[int], sock: socket.socket) -
         sys.path[0] = request["cwd"]  # as for ``python -m`` started in that folder
         sys.argv = ["-m", request["job"]]
         from kbx.evaluate import child
-        from kbx.evaluate.sandbox import limit_resources
 
-        limit_resources()
         code = child.run_job(request["job"], msg_fd)
-    except BaseException:  # noqa: BLE001 - reported on the child's stderr, like a fresh child
+    except BaseException:  # noqa: BLE001 - reported on the child's stderr
         traceback.print_exc()
     finally:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):  # nothing left to report to
                 stream.flush()
-        os._exit(code)
+    return code
 
 
 @dataclass
@@ -142,10 +196,11 @@ class ForkedProcess:
 class ForkServer:
     """Parent side: one server process per (device, threads), shared by the job threads."""
 
-    def __init__(self, device: str, env: dict[str, str]) -> None:
+    def __init__(self, device: str, env: dict[str, str], spare_count: int = 0) -> None:
         here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.folder = tempfile.mkdtemp(prefix="kbx-forkserver-")
         cmd = [sys.executable, "-X", "faulthandler", "-m", __name__, device, str(there.fileno())]
+        cmd.append(str(spare_count))
         self.proc = subprocess.Popen(
             cmd,
             cwd=self.folder,
@@ -238,6 +293,11 @@ def give_up(device: str, why: str) -> None:
         sys.stderr.write(f"kbx: fork server off for {device} ({why[:200]}); fresh processes\n")
 
 
+def spare_count(device: str) -> int:
+    """Idle spares per set of visible devices: ``KBX_SPARES`` if set, else ``SPARES``."""
+    return int(os.environ.get("KBX_SPARES", SPARES.get(device, 0)))
+
+
 def server_for(device: str, env: dict[str, str]) -> ForkServer | None:
     """The running server for this device and thread count (started on first use), or None if
     one cannot be started (the caller then starts a fresh interpreter)."""
@@ -247,7 +307,7 @@ def server_for(device: str, env: dict[str, str]) -> ForkServer | None:
         if server is not None and server.alive:
             return server
         try:
-            _servers[key] = ForkServer(device, env)
+            _servers[key] = ForkServer(device, env, spare_count(device))
         except (OSError, RuntimeError) as exc:
             _servers.pop(key, None)
             give_up(device, f"{type(exc).__name__}: {exc}")  # not tried again for every child
@@ -257,4 +317,4 @@ def server_for(device: str, env: dict[str, str]) -> ForkServer | None:
 
 if __name__ == "__main__":
     channel = socket.socket(fileno=int(sys.argv[2]))
-    sys.exit(serve(channel, sys.argv[1]))
+    sys.exit(serve(channel, sys.argv[1], int(sys.argv[3])))

@@ -1,0 +1,100 @@
+"""Spares of the fork server: forked ahead of a job, handed one job each, replaced; one that
+died idle is forgotten; and no child keeps a socket through which it could send a spare a job."""
+
+import json
+import os
+import socket
+import time
+
+import pytest
+
+from kbx.evaluate import forkserver
+from kbx.evaluate.sandbox import SandboxConfig, server_env
+from kbx.evaluate.spares import Spares
+
+from .test_forkserver import start
+
+# reports how long ago its process was forked, and which sockets it holds
+AGE_AND_SOCKETS = """
+import json, os
+ticks = int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19])
+uptime = float(open("/proc/uptime").read().split()[0])
+fds = [os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
+       if os.path.exists(f"/proc/self/fd/{fd}")]
+print(json.dumps({"age_s": uptime - ticks / os.sysconf("SC_CLK_TCK"),
+                  "sockets": [fd for fd in fds if fd.startswith("socket:")]}))
+def gelu(input, approximate="none"):
+    raise ValueError("spy")
+"""
+
+
+def echo_body(visible, conn, close):
+    """A spare that reports its visible devices and the request it got, then exits."""
+    for sock in close:
+        sock.close()
+    data, fds, _, _ = socket.recv_fds(conn, 1 << 16, 1)
+    if fds:  # none: the pool closed its end
+        with os.fdopen(fds[0], "w") as out:
+            out.write(json.dumps({"visible": visible, "request": data.decode()}))
+    os._exit(0)
+
+
+def test_a_spare_takes_one_job_and_is_replaced():
+    pool = Spares(2, echo_body)
+    pool.fill("3", [])
+    assert len(pool.idle["3"]) == 2
+    read_fd, write_fd = os.pipe()
+    pid = pool.take("3", b"job-1", [write_fd])
+    os.close(write_fd)
+    with os.fdopen(read_fd) as got:
+        assert json.loads(got.read()) == {"visible": "3", "request": "job-1"}
+    assert os.waitpid(pid, 0)[1] == 0
+    assert len(pool.idle["3"]) == 1 and pool.take("7", b"job-2", []) is None  # none for GPU 7
+    pool.fill("3", [])
+    assert len(pool.idle["3"]) == 2
+    for spare, conn in pool.idle.pop("3"):  # closing its socket ends an idle spare
+        conn.close()
+        os.waitpid(spare, 0)
+
+
+def test_a_spare_that_died_idle_is_forgotten_and_takes_no_job():
+    def dies(visible, conn, close):
+        os._exit(5)
+
+    pool = Spares(1, dies)
+    pool.fill("", [])
+    [(pid, _)] = pool.idle[""]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # dead, not yet reaped: sending to it fails
+        try:
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT | os.WNOHANG):
+                break
+        except ChildProcessError:
+            break
+        time.sleep(0.01)
+    assert pool.take("", b"job", []) is None
+    pool.fill("", [])
+    [(pid2, _)] = pool.idle[""]
+    os.waitpid(pid, 0)
+    os.waitpid(pid2, 0)
+    assert pool.forget(pid2) and not pool.idle[""] and not pool.forget(pid)
+
+
+@pytest.mark.parametrize("count", [1, 0])
+def test_the_servers_children_hold_no_socket_and_jobs_go_to_spares(tmp_path, monkeypatch, count):
+    monkeypatch.setenv("KBX_SPARES", str(count))
+    cfg = SandboxConfig(device="cpu", perf=False)
+    server = forkserver.ForkServer("cpu", server_env(cfg), forkserver.spare_count("cpu"))
+    try:
+        seen = []
+        for n in range(2):
+            time.sleep(2.0)  # a spare forked after the last job is 2 s old when this one comes
+            proc, events = start(server, tmp_path / f"job{n}", AGE_AND_SOCKETS, cfg)
+            assert proc.wait(60) == 0 and events[-1]["verdict"] == "runtime_error"
+            seen.append(json.loads((tmp_path / f"job{n}" / "out.txt").read_text().split("\n")[0]))
+    finally:
+        server.close()
+    assert all(s["sockets"] == [] for s in seen)  # neither the server's nor a spare's
+    # the first job of a set of devices is forked for it; later ones find a spare waiting
+    assert seen[0]["age_s"] < 1.5
+    assert (seen[1]["age_s"] > 1.5) == (count > 0)
