@@ -218,9 +218,10 @@ def main() -> int:
     )
     p.add_argument(
         "--baselines-first",
-        action="store_true",
-        help="measure every missing baseline before any candidate runs (kbx eval "
-        "--baselines-first); the figures' cold_baselines_s is that stage's wall time",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="measure every missing baseline before any candidate runs (the default, as in "
+        "kbx eval); the figures' cold_baselines_s is that stage's wall time",
     )
     p.add_argument(
         "--baseline-workers",
@@ -312,7 +313,7 @@ def finish(args: argparse.Namespace, figures: dict[str, Any]) -> int:
         + (" --no-compile-baseline" if args.no_compile_baseline else "")
         + (f" --triton-cache {args.triton_cache}" if args.triton_cache else "")
         + (" --prime" if args.prime else "")
-        + (" --baselines-first" if args.baselines_first else "")
+        + ("" if args.baselines_first else " --no-baselines-first")
         + (f" --baseline-workers {args.baseline_workers}" if args.baseline_workers else "")
         + (f" --warm-runs {args.warm_runs}" if args.warm_runs != 2 else "")
     )

@@ -12,8 +12,9 @@
 #   x2cold  two H200s: --phase cold --gpus 0,1 (every baseline measured; on a fresh machine it
 #         also compiles every kernel, so that a one-GPU cold run after it measures the baselines
 #         with the kernels cached: the figures' cold_cached_kernels says which)
-# BFIRST=1 adds --baselines-first (cold, x2cold: every baseline measured before any candidate),
-# BWORKERS=N its --baseline-workers (tasks measured at once per GPU in that stage).
+# Cold runs measure every baseline before any candidate (the default --baselines-first); BFIRST=0
+# adds --no-baselines-first (each task's beside its candidate), BWORKERS=N --baseline-workers
+# (tasks measured at once per GPU in that stage).
 # SEED=1 (the default) first seeds the cache's job times, where it has none for a task, from
 # committed H200 records (scripts/seed_durations.py), so that even a first run on a machine
 # starts its longest tasks first; the figures' cold_known_durations counts them.
@@ -41,8 +42,7 @@ case $STEP in
       [ "${WARM_RUNS:-2}" = 2 ] && runs+=(warm2) ;;
   *) echo "unknown step $STEP" >&2; exit 2 ;;
 esac
-# BFIRST=1: a cold run measures every baseline before any candidate (--baselines-first)
-[ "${BFIRST:-0}" = 1 ] && args+=(--baselines-first)
+[ "${BFIRST:-1}" = 0 ] && args+=(--no-baselines-first)  # baselines beside their candidates
 [ -n "${BWORKERS:-}" ] && args+=(--baseline-workers "$BWORKERS")  # tasks at once per GPU there
 # a machine without the kernels: compile them first (its records come back too)
 [ "${PRIME:-0}" = 1 ] && { args+=(--prime); runs=(prime "${runs[@]}"); }

@@ -41,3 +41,11 @@ def test_eval_then_report(tmp_path, capsys):
 
 def test_eval_missing_source(tmp_path):
     assert main(["eval", str(tmp_path / "nothing.jsonl"), "--device", "cpu"]) == 2
+
+
+def test_eval_measures_baselines_first_unless_told_not_to():
+    from kbx.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["eval", "x"]).baselines_first
+    assert not parser.parse_args(["eval", "x", "--no-baselines-first"]).baselines_first

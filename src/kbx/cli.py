@@ -310,10 +310,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     e.add_argument(
         "--baselines-first",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=True,
         help="measure every baseline missing from the cache before any candidate runs, a task "
-        "per core (results start coming after that stage; experimental: see "
-        "docs/design/timing.md)",
+        "per core (the default: results start coming after that stage; --no-baselines-first "
+        "measures each task's beside its candidate; docs/design/timing.md)",
     )
     e.add_argument("--timeout-s", type=float, help="limit for import, each case and each timing")
     e.add_argument(

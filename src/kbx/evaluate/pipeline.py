@@ -35,7 +35,7 @@ class EvalConfig:
     profile: bool = False  # cross-check candidate timings with the torch profiler
     fork: bool = True  # children forked from the fork server (else a fresh Python each)
     triton_cache: Path | None = None  # shared across runs (default: run_dir / "triton-cache")
-    baselines_first: bool = False  # measure the missing baselines before any candidate runs
+    baselines_first: bool = True  # measure the missing baselines before any candidate runs
     baseline_workers: int | None = None  # tasks at once per GPU in that stage (default: cores)
 
     @property
