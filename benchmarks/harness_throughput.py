@@ -36,6 +36,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from kbx.evaluate import perf
 from kbx.evaluate.perf import BaselineCache
 from kbx.evaluate.pipeline import EvalConfig
@@ -74,6 +76,7 @@ def one_run(out: Path, cache: Path, args: argparse.Namespace, profile: bool = Fa
         triton_cache=args.triton_cache,
         baselines_first=args.baselines_first,
         baseline_workers=args.baseline_workers,
+        check_threads=args.check_threads,
     )
     gpus = [int(g) for g in args.gpus.split(",")]
     shutil.rmtree(out, ignore_errors=True)  # a store left by an earlier run would be resumed
@@ -229,6 +232,13 @@ def main() -> int:
         default=None,
         help="with --baselines-first: tasks measured at once per GPU (default: a task per core)",
     )
+    p.add_argument(
+        "--check-threads",
+        type=int,
+        default=None,
+        help="torch threads of the parent, which checks the outputs (default: a quarter of the "
+        "cores; EvalConfig.check_threads)",
+    )
     p.add_argument("--source-hash", action="store_true", help="print source_hash and exit")
     args = p.parse_args()
     if args.source_hash:
@@ -300,6 +310,7 @@ def finish(args: argparse.Namespace, figures: dict[str, Any]) -> int:
         shared_triton_cache=args.triton_cache is not None,
         baselines_first=args.baselines_first,
         baseline_workers=args.baseline_workers,
+        check_threads=torch.get_num_threads(),  # the parent's, as the scheduler set them
         src_sha256=source_hash(),  # the code that ran, where a copied tree's .git is stale
         git=subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
@@ -316,6 +327,7 @@ def finish(args: argparse.Namespace, figures: dict[str, Any]) -> int:
         + ("" if args.baselines_first else " --no-baselines-first")
         + (f" --baseline-workers {args.baseline_workers}" if args.baseline_workers else "")
         + (f" --warm-runs {args.warm_runs}" if args.warm_runs != 2 else "")
+        + (f" --check-threads {args.check_threads}" if args.check_threads else "")
     )
     write(args, figures)
     print(json.dumps({k: v for k, v in figures.items() if not k.startswith("stages")}, indent=1))

@@ -18,7 +18,7 @@ from kbx.evaluate.sandbox import SandboxConfig, child_env
 
 @pytest.fixture(autouse=True)
 def keep_torch_threads():
-    """A GPU run gives its job threads a share of the cores each; other tests keep theirs."""
+    """A GPU run sets the parent's torch threads; other tests keep theirs."""
     before = torch.get_num_threads()
     yield
     torch.set_num_threads(before)
@@ -39,7 +39,9 @@ def test_jobs_are_spread_over_the_gpus(monkeypatch):
     assert set(seen) == {0, 1}
     assert sorted(sched.slots.queue, key=str) == [0, 0, 1, 1]
     cores = len(os.sched_getaffinity(0))
-    assert torch.get_num_threads() == max(1, cores // 4)  # the jobs' share of the cores each
+    assert torch.get_num_threads() == max(1, cores // runs.CHECK_SHARE)  # the parent's checks'
+    list(runs.Scheduler(EvalConfig(device="cuda", check_threads=3), jobs=4, gpus=[0]).run(cands))
+    assert torch.get_num_threads() == 3
 
 
 def test_baselines_first_measures_each_task_once_before_any_candidate(monkeypatch):

@@ -25,6 +25,8 @@ from kbx.store import Store, export
 from kbx.suite import find, select
 from kbx.task import Task
 
+CHECK_SHARE = 4  # the parent's torch threads: the cores over this (``check_threads``)
+
 
 class Scheduler:
     """``jobs`` candidates in flight, spread round-robin over ``gpus`` (each job slot belongs to
@@ -39,6 +41,14 @@ class Scheduler:
     def lock(self, gpu: int | None) -> str | None:
         """The path of ``gpu``'s lock, as its jobs' children and baseline workers name it."""
         return replace(self.cfg, gpu=gpu).sandbox().lock
+
+    def check_threads(self) -> int:
+        """The parent's torch threads (one setting per process), for its job threads' CPU math:
+        property checks evaluated in float64 at benchmark sizes, up to 76 s a task on one
+        thread in the H200's warm run, while half the cores idled (docs/design/timing.md).  A
+        quarter of the cores by default, not a thread per core (each job thread that calls an
+        operation then runs its own team of that many)."""
+        return self.cfg.check_threads or max(1, len(os.sched_getaffinity(0)) // CHECK_SHARE)
 
     def evaluate(self, candidate: Candidate) -> Result:
         gpu = self.slots.get()
@@ -62,9 +72,7 @@ class Scheduler:
             gpuops.preload()
             gpuwait.asleep()  # its threads wait for the GPU without spinning a core each
             cores.reserve(self.gpus)  # a core per GPU for its timing turns, the rest for all else
-            # the job threads' CPU math (float64 checks, inputs) on their share of the cores
-            # each, not a thread per core each (torch's thread count is one setting per process)
-            torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // self.jobs))
+            torch.set_num_threads(self.check_threads())
             for gpu in self.gpus:
                 cores.register(self.lock(gpu), cores.for_gpu(gpu))
         if self.cfg.timed and self.cfg.baselines_first:

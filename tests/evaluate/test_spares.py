@@ -98,3 +98,15 @@ def test_the_servers_children_hold_no_socket_and_jobs_go_to_spares(tmp_path, mon
     # the first job of a set of devices is forked for it; later ones find a spare waiting
     assert seen[0]["age_s"] < 1.5
     assert (seen[1]["age_s"] > 1.5) == (count > 0)
+
+
+def test_a_server_whose_parent_goes_ends_quietly_with_its_spares(tmp_path, capfd, monkeypatch):
+    """Idle spares end with the server; their exits must not wake a server that is finishing."""
+    monkeypatch.setenv("KBX_SPARES", "2")
+    cfg = SandboxConfig(device="cpu", perf=False)
+    server = forkserver.ForkServer("cpu", server_env(cfg), forkserver.spare_count("cpu"))
+    proc, _ = start(server, tmp_path / "job", AGE_AND_SOCKETS, cfg)  # the spares come after it
+    assert proc.wait(60) == 0
+    server.sock.shutdown(socket.SHUT_RDWR)  # as when the parent exits
+    assert server.proc.wait(60) == 0
+    assert "Traceback" not in capfd.readouterr().err

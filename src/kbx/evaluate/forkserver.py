@@ -29,6 +29,7 @@ import sys
 import tempfile
 import threading
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -74,8 +75,10 @@ def serve(sock: socket.socket, device: str, spare_count: int) -> int:
             data, fds, _, _ = socket.recv_fds(sock, 1 << 20, 3)
         except ConnectionResetError:
             data, fds = b"", []
-        if not data:
-            return 0  # the parent has gone (exited, or killed by a time limit)
+        if not data:  # the parent has gone (exited, or killed by a time limit)
+            signal.set_wakeup_fd(-1)  # idle spares end as the sockets close: no wake-up then
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            return 0
         request = json.loads(data)
         visible = request["env"].get("CUDA_VISIBLE_DEVICES", "")
         pid = pool.take(visible, data, fds)
@@ -116,22 +119,32 @@ def detach(close: list[socket.socket]) -> None:
     limit_resources()
 
 
-def fresh(request: dict[str, Any], fds: list[int], close: list[socket.socket]) -> NoReturn:
-    """A child forked for a job that no spare could take."""
+def exit_with(body: Callable[[], int]) -> NoReturn:
+    """End a forked process with ``body``'s exit code; kbx's own fault before the job's streams
+    are in place goes to the server's stderr, as exit code 70."""
     code = 70
     try:
-        detach(close)
-        code = enter(request, fds)
-    except BaseException:  # noqa: BLE001 - on the server's stderr, before the job's streams
+        code = body()
+    except BaseException:  # noqa: BLE001 - reported, never back into the server's loop
         traceback.print_exc()
     finally:
         os._exit(code)
 
 
+def fresh(request: dict[str, Any], fds: list[int], close: list[socket.socket]) -> NoReturn:
+    """A child forked for a job that no spare could take."""
+
+    def body() -> int:
+        detach(close)
+        return enter(request, fds)
+
+    exit_with(body)
+
+
 def spare(device: str, visible: str, conn: socket.socket, close: list[socket.socket]) -> NoReturn:
     """A spare's process: its CUDA context made, it waits for one job and runs it."""
-    code = 70
-    try:
+
+    def body() -> int:
         detach(close)
         if visible:
             os.environ["CUDA_VISIBLE_DEVICES"] = visible  # before the context
@@ -140,11 +153,9 @@ def spare(device: str, visible: str, conn: socket.socket, close: list[socket.soc
         child.make_context(device)
         data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
         conn.close()
-        code = enter(json.loads(data), fds) if data else 0  # no data: the server has gone
-    except BaseException:  # noqa: BLE001 - a spare without a job reports to the server's stderr
-        traceback.print_exc()
-    finally:
-        os._exit(code)
+        return enter(json.loads(data), fds) if data else 0  # no data: the server has gone
+
+    exit_with(body)
 
 
 def enter(request: dict[str, Any], fds: list[int]) -> int:

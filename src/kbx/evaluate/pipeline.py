@@ -37,6 +37,7 @@ class EvalConfig:
     triton_cache: Path | None = None  # shared across runs (default: run_dir / "triton-cache")
     baselines_first: bool = True  # measure the missing baselines before any candidate runs
     baseline_workers: int | None = None  # tasks at once per GPU in that stage (default: cores)
+    check_threads: int | None = None  # the parent's torch threads (default: a quarter of cores)
 
     @property
     def timed(self) -> bool:
