@@ -19,6 +19,12 @@ def test_reference_solutions_all_pass_on_cpu(run_source):
     assert not failed
     assert {r["task_id"] for r in records} == set(load_suite())
     assert all(r["device"] == "cpu" and r["speedup"] is None for r in records)
+    for r in records:  # the check's time, split by kind of output (no benchmark sizes here)
+        split = {
+            k: v for k, v in r["stage_s"].items() if k.startswith("check_") and k != "check_wait"
+        }
+        assert "check_cases" in split and not {"check_bench", "check_timed"} & set(split)
+        assert sum(split.values()) <= r["stage_s"]["check"]
 
 
 @pytest.mark.parametrize("verdict", BAD_FOLDERS)

@@ -63,3 +63,17 @@ def test_a_failed_prefetch_is_computed_again_on_demand(monkeypatch):
     _, want = reference.expected(task, "cases", 0, "cpu")
     assert want is not None
     reference.forget(task)
+
+
+def test_the_judge_tells_how_long_each_kind_of_output_took():
+    from kbx.evaluate.runner import Plan
+
+    task = find("Activation/gelu")
+    plan = Plan.build(task, "cpu", False)
+    outputs = {
+        "cases": [[reference.run_reference(task, i, c.torch_seed, "cpu")] for c, i in plan.cases],
+        "refill": [[] for _ in plan.cases],  # none: not judged, not timed
+    }
+    spent: dict[str, float] = {}
+    reference.judge(task, outputs, "cpu", None, spent)
+    assert set(spent) == {"cases"} and spent["cases"] > 0

@@ -96,10 +96,12 @@ def evaluate(candidate: Candidate, cfg: EvalConfig) -> Result:
         child = run_child(task, candidate.code, sandbox)
         with cfg.device_context():
             stage, checked = "check", time.monotonic()
-            waited = reference.judge(task, child.outputs, cfg.device, lock)
+            spent: dict[str, float] = {}  # by kind of output: cases, refill, bench, timed
+            waited = reference.judge(task, child.outputs, cfg.device, lock, spent)
             result = Result.of(candidate, cfg.device, Verdict.PASSED, "all cases match", "done")
             result.stage_s = dict(child.stage_s, check=round(time.monotonic() - checked, 3))
             result.stage_s["check_wait"] = round(waited, 3)
+            result.stage_s.update({f"check_{k}": round(v, 3) for k, v in spent.items()})
             if cfg.timed:
                 stage, timed = "perf", time.monotonic()
                 queued = waited_s()

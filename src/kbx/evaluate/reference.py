@@ -7,6 +7,7 @@ device and cached for the life of the run.
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -138,14 +139,22 @@ def run_reference(
     return detached(out) if keep_device else to_cpu(out)
 
 
-def judge(task: Task, outputs: dict[str, list[Any]], device: str, lock: str | None = None) -> float:
+def judge(
+    task: Task,
+    outputs: dict[str, list[Any]],
+    device: str,
+    lock: str | None = None,
+    spent: dict[str, float] | None = None,
+) -> float:
     """Raise ``Reject`` unless every case's outputs are acceptable (``timed``: the output of a
     benchmark case's last timed call).  The GPU ``lock`` is taken op by op (``gpuops``) for a
     case's inputs, its reference run and its comparison: the CPU work of a check (float64
     targets, comparisons of outputs brought back) runs outside it, and a waiting timing gets
     its turn between GPU operations (a check held it 76 s on two H200s, 2026-11-30, while
-    every timing and newcomer waited).  Returns the seconds spent waiting for it."""
+    every timing and newcomer waited).  Returns the seconds spent waiting for it; ``spent``
+    gets the seconds of each kind of output (cases, refill, bench, timed), waits included."""
     waited = waited_s()
+    spent = {} if spent is None else spent
     for kind in ("cases", "refill", "bench", "timed"):
         for index, runs in enumerate(outputs.get(kind, [])):
             if not runs:  # a case without a refill
@@ -159,10 +168,13 @@ def judge(task: Task, outputs: dict[str, list[Any]], device: str, lock: str | No
                 kind_here = "timed_refill"  # the last timed call saw the redrawn contents
             else:
                 kind_here = kind
+            began = time.monotonic()
             try:
                 judge_case(task, kind_here, index, runs, device, lock)
             except Reject as r:
                 raise Reject(r.verdict, f"{where}: {r.detail}") from None
+            finally:
+                spent[kind] = spent.get(kind, 0.0) + time.monotonic() - began
     return waited_s() - waited
 
 
