@@ -24,7 +24,7 @@ def test_reference_solutions_all_pass_on_cpu(run_source):
             k: v for k, v in r["stage_s"].items() if k.startswith("check_") and k != "check_wait"
         }
         assert "check_cases" in split and not {"check_bench", "check_timed"} & set(split)
-        assert sum(split.values()) <= r["stage_s"]["check"]
+        assert sum(split.values()) <= r["stage_s"]["check"] + 0.001 * len(split)  # rounded
 
 
 @pytest.mark.parametrize("verdict", BAD_FOLDERS)

@@ -32,6 +32,7 @@ class Spares:
         self.count = count
         self.body = body
         self.idle: dict[str, list[tuple[int, socket.socket]]] = {}
+        self.gone: set[int] = set()  # spares found dead by ``take``, not reaped yet
 
     def sockets(self) -> list[socket.socket]:
         """The server's ends of the idle spares' sockets (a forked child closes them)."""
@@ -46,7 +47,8 @@ class Spares:
             try:
                 socket.send_fds(conn, [request], fds)
             except OSError:
-                continue  # it died and has not been reaped yet
+                self.gone.add(pid)  # it died and has not been reaped yet
+                continue
             finally:
                 conn.close()
             return pid
@@ -69,6 +71,9 @@ class Spares:
 
     def forget(self, pid: int) -> bool:
         """True if ``pid`` was an idle spare (it has ended: nothing to report)."""
+        if pid in self.gone:
+            self.gone.discard(pid)
+            return True
         for spares in self.idle.values():
             for item in spares:
                 if item[0] == pid:
