@@ -93,9 +93,10 @@ class Scheduler:
         """Measure every baseline these tasks lack (the cache's are kept) before any candidate
         runs, a task per core (or ``cfg.baseline_workers`` per GPU) spread over the GPUs: the
         stage has the cores and the GPU lock to itself, where interleaved with the candidates a
-        cold run's baselines, children and checks queued behind each other.  On two H200s it
-        measured 160 tasks' in 177 s, but 29% of its eager baselines came out over 10% slower
-        than in a quiet run (docs/design/timing.md, Throughput), hence off by default.  A task
+        cold run's baselines, children and checks queued behind each other.  On two H200s,
+        with each compiled graph's first run locked, it measured all 184 tasks' in 223 s, and
+        18 of 391 eager baselines came out over 10% slower than in a quiet run, as in
+        interleaved runs (docs/design/timing.md, Throughput); hence on by default.  A task
         whose baselines fail here is left to its job, which measures them again and reports
         the error."""
         found = (find(i) for i in dict.fromkeys(task_ids))

@@ -76,8 +76,7 @@ def serve(sock: socket.socket, device: str, spare_count: int) -> int:
         except ConnectionResetError:
             data, fds = b"", []
         if not data:  # the parent has gone (exited, or killed by a time limit)
-            signal.set_wakeup_fd(-1)  # idle spares end as the sockets close: no wake-up then
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            no_wake_ups()  # idle spares end as the sockets close: their exits wake nothing
             return 0
         request = json.loads(data)
         visible = request["env"].get("CUDA_VISIBLE_DEVICES", "")
@@ -107,10 +106,15 @@ def reap(children: set[int], pool: spares.Spares, sock: socket.socket) -> None:
         sock.send(json.dumps({"pid": pid, "exit": os.waitstatus_to_exitcode(status)}).encode())
 
 
-def detach(close: list[socket.socket]) -> None:
-    """In a forked process: drop the server's sockets, signal set-up and session."""
+def no_wake_ups() -> None:
+    """Undo the server's signal set-up: SIGCHLD no longer writes to the wake-up socket."""
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+
+
+def detach(close: list[socket.socket]) -> None:
+    """In a forked process: drop the server's sockets, signal set-up and session."""
+    no_wake_ups()
     for conn in close:
         conn.close()
     os.setsid()
