@@ -20,6 +20,16 @@ DEFAULT_SPECIALS = (0.0, -0.0, 1e4, -1e4, 1e-30)
 DEVICE_DRAW_NUMEL = 1 << 22
 
 
+def spectral_norm(x: torch.Tensor) -> torch.Tensor:
+    """The largest singular value of each matrix of ``x`` (shape ``x.shape[:-2]``), for inputs
+    scaled to known singular-value bounds.  On CUDA through cuSOLVER's gesvda: torch's default
+    there calls gesvdj once per matrix above 32x32, 5.7-5.9 s for 16384 matrices of 64x64 on the
+    H200 where gesvda took 0.01 s, with the same value to 1.5e-15 relative (2026-11-30)."""
+    if x.is_cuda:
+        return torch.linalg.svdvals(x, driver="gesvda")[..., 0]
+    return torch.linalg.matrix_norm(x, ord=2)
+
+
 class Draw:
     """Sequential draws for one case: the n-th call always returns the same tensor."""
 

@@ -2,7 +2,7 @@
 
 import torch
 
-from kbx.inputs import Draw, numel
+from kbx.inputs import Draw, numel, spectral_norm
 from kbx.task import Case, Inputs, Task, Tolerance
 
 TOL = 2e-5  # float32 solves reach ~3e-7 here; fp16-rounded inputs or outputs ~3e-4
@@ -17,13 +17,15 @@ def reference(B, L, upper=False, out=None):
 
 def make_inputs(case: Case, device: str) -> Inputs:
     """shape (..., n, k): B (..., n, k) and the factor of s (I + 3 G G^T / ||G||^2), s = 1 or
-    1e+-3 in the corner case; the unused triangle of the factor holds zeros."""
-    d = Draw(case, "cpu")
+    1e+-3 in the corner case; the unused triangle of the factor holds zeros.
+    Benchmark sizes are drawn on the GPU (``Draw.sized``): on the CPU they took
+    12-21 s of a child's setup on one CPU thread on the H200 (2026-11-30)."""
+    d = Draw.sized(case, device)
     *batch, n, k = case.shape
     b = d.tensor(case.shape, dtype=torch.float64, specials=RHS_SPECIALS)
     g = d.tensor((*batch, n, n), dtype=torch.float64, dist="normal")
-    g = g / torch.linalg.matrix_norm(g, ord=2).clamp_min(1e-300)[..., None, None]
-    a = torch.eye(n, dtype=torch.float64) + 3 * g @ g.mT
+    g = g / spectral_norm(g).clamp_min(1e-300)[..., None, None]
+    a = torch.eye(n, dtype=torch.float64, device=d.device) + 3 * g @ g.mT
     if case.dist == "corner":
         a = a * 10 ** d.uniform((*batch, 1, 1), -3, 3, dtype=torch.float64)
     upper = case.params.get("upper", False)
@@ -32,10 +34,12 @@ def make_inputs(case: Case, device: str) -> Inputs:
 
 
 def check(inputs: Inputs, out: torch.Tensor) -> str | None:
-    """The solution is unique: compare with float64, relative to each system's largest entry."""
+    """The solution is unique: compare with float64, relative to each system's largest entry
+    (on the inputs' device)."""
     B, L, upper = inputs.args
-    want = torch.cholesky_solve(B.cpu().double(), L.cpu().double(), upper=upper)
-    err = (out.cpu().double() - want).abs().amax(dim=(-2, -1)) / want.abs().amax(dim=(-2, -1))
+    want = torch.cholesky_solve(B.double(), L.double(), upper=upper)
+    got = out.to(B.device).double()
+    err = (got - want).abs().amax(dim=(-2, -1)) / want.abs().amax(dim=(-2, -1))
     worst = float(err.max())
     if not worst <= TOL:
         return f"max |X - X_true| / max |X_true| = {worst:.3g} > {TOL:g} (worst system)"
@@ -63,6 +67,7 @@ TASK = Task(
     ),
     reference=reference,
     make_inputs=make_inputs,
+    version=2,  # benchmark inputs drawn and checks run on the GPU (2026-11-30)
     cases=(
         Case((37, 5), seed=1),
         Case((4, 24, 3), seed=2, dist="outlier", params={"upper": True}),

@@ -2,7 +2,7 @@
 
 import torch
 
-from kbx.inputs import Draw, numel
+from kbx.inputs import Draw, numel, spectral_norm
 from kbx.task import Case, Inputs, Task, Tolerance
 
 TOL = 2e-5  # float32 LU reaches ~5e-7 here; LU of fp16-rounded A is ~2e-4 off, a wrong one O(1)
@@ -30,12 +30,14 @@ def reference(A, pivot=True, out=None):
 
 def make_inputs(case: Case, device: str) -> Inputs:
     """Leading m x n block of 3 D + 2 E / ||E||_2 (D = random signs): singular values >= 1, all
-    leading minors too; with pivoting the rows are shuffled. Corner cases scale each matrix."""
-    d = Draw(case, "cpu")
+    leading minors too; with pivoting the rows are shuffled. Corner cases scale each matrix.
+    Benchmark sizes are drawn on the GPU (``Draw.sized``): on the CPU they took
+    12-21 s of a child's setup on one CPU thread on the H200 (2026-11-30)."""
+    d = Draw.sized(case, device)
     *batch, m, n = case.shape
     p, pivot = max(m, n), case.params.get("pivot", True)
     e = d.tensor((*batch, p, p), dtype=torch.float64, specials=SPECIALS)
-    e = e / torch.linalg.matrix_norm(e, ord=2).clamp_min(1e-300)[..., None, None]
+    e = e / spectral_norm(e).clamp_min(1e-300)[..., None, None]
     sign = torch.where(d.uniform((*batch, p), 0, 1, dtype=torch.float64) < 0.5, -1.0, 1.0)
     a = 3 * torch.diag_embed(sign) + 2 * e
     if pivot:
@@ -47,8 +49,8 @@ def make_inputs(case: Case, device: str) -> Inputs:
 
 
 def check(inputs: Inputs, out) -> str | None:
-    A, pivot = inputs.args[0].cpu().double(), inputs.kwargs["pivot"]
-    P, L, U = (t.cpu().double() for t in out)
+    A, pivot = inputs.args[0].double(), inputs.kwargs["pivot"]  # on the inputs' device
+    P, L, U = (t.to(A.device).double() for t in out)
     m, n = A.shape[-2:]
     k = min(m, n)
     if L.shape != (*A.shape[:-2], m, k) or U.shape != (*A.shape[:-2], k, n):
@@ -56,7 +58,7 @@ def check(inputs: Inputs, out) -> str | None:
     if not pivot:
         if P.numel():
             return "pivot=False returns an empty P (torch.Size([0]))"
-        P = torch.eye(m, dtype=A.dtype)
+        P = torch.eye(m, dtype=A.dtype, device=A.device)
     elif not (((P == 0) | (P == 1)).all() and (P.sum(-1) == 1).all() and (P.sum(-2) == 1).all()):
         return "P is not a permutation matrix (exact zeros and ones)"
     scale = A.abs().amax(dim=(-2, -1), keepdim=True)
@@ -98,6 +100,7 @@ TASK = Task(
     ),
     reference=reference,
     make_inputs=make_inputs,
+    version=2,  # benchmark inputs drawn and checks run on the GPU (2026-11-30)
     cases=(
         Case((37, 37), seed=1),
         Case((4, 23, 17), seed=2, dist="outlier"),
