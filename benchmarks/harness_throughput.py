@@ -109,6 +109,7 @@ def one_run(out: Path, cache: Path, args: argparse.Namespace, profile: bool = Fa
         on_result=tick,
         gpus=gpus,
         on_baseline=baseline_done,
+        procs=args.procs,
     )
     wall, cpu_after = time.monotonic() - started, cpu_times()
     ticks = cpu_after[1] - cpu_before[1]
@@ -239,6 +240,12 @@ def main() -> int:
         help="torch threads of the parent, which checks the outputs (default: a quarter of the "
         "cores; EvalConfig.check_threads)",
     )
+    p.add_argument(
+        "--procs",
+        type=int,
+        default=1,
+        help="worker processes driving the jobs (kbx.procs; default 1: threads of this one)",
+    )
     p.add_argument("--source-hash", action="store_true", help="print source_hash and exit")
     args = p.parse_args()
     if args.source_hash:
@@ -311,6 +318,7 @@ def finish(args: argparse.Namespace, figures: dict[str, Any]) -> int:
         baselines_first=args.baselines_first,
         baseline_workers=args.baseline_workers,
         check_threads=torch.get_num_threads(),  # the parent's, as the scheduler set them
+        procs=args.procs,  # with more than one, each worker has check_threads // procs
         src_sha256=source_hash(),  # the code that ran, where a copied tree's .git is stale
         git=subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
@@ -328,6 +336,7 @@ def finish(args: argparse.Namespace, figures: dict[str, Any]) -> int:
         + (f" --baseline-workers {args.baseline_workers}" if args.baseline_workers else "")
         + (f" --warm-runs {args.warm_runs}" if args.warm_runs != 2 else "")
         + (f" --check-threads {args.check_threads}" if args.check_threads else "")
+        + (f" --procs {args.procs}" if args.procs != 1 else "")
     )
     write(args, figures)
     print(json.dumps({k: v for k, v in figures.items() if not k.startswith("stages")}, indent=1))

@@ -3,6 +3,7 @@
 #   cold  one H200: benchmarks/harness_throughput.py --phase cold (every baseline measured,
 #         kernels compiled into runs/tp/tc)
 #   warm  the same machine, still warm: --phase warm --profile on cold's baselines and kernels
+#         (WARM_RUNS=1: one run instead of two, for comparing settings)
 #         (PRIME=1 adds an untimed run first, to measure and compile what a cut-off cold run
 #         left out)
 #   x2    two H200s: --phase warm --gpus 0,1 (WARM_RUNS=1: one run, its wall time only).  On a
@@ -14,12 +15,17 @@
 #         with the kernels cached: the figures' cold_cached_kernels says which)
 # Cold runs measure every baseline before any candidate (the default --baselines-first); BFIRST=0
 # adds --no-baselines-first (each task's beside its candidate), BWORKERS=N --baseline-workers
-# (tasks measured at once per GPU in that stage).
+# (tasks measured at once per GPU in that stage), CHECK_THREADS=N --check-threads (the parent's
+# torch threads), PROCS=N --procs (worker processes driving the jobs), JOBS=N the jobs per GPU
+# (default 16).
 # SEED=1 (the default) first seeds the cache's job times, where it has none for a task, from
 # committed H200 records (scripts/seed_durations.py), so that even a first run on a machine
 # starts its longest tasks first; the figures' cold_known_durations counts them.
 # GPUS (default 0) picks the GPU of cold and warm; CPUS (e.g. 0-15) pins the run to those cores
 # with taskset, so that one GPU of a two-GPU host runs with the cores of a one-GPU machine.
+# TAG=-b gives a variant its own work folder and figures file (runs/tp/work-b,
+# throughput-h200-b.json), so that two one-GPU variants can run at once on the two GPUs and core
+# halves of one host (OUT apart too); both share the baseline cache and the kernels.
 # Each step writes to $OUT (at most 8 files): its log (ending with the baselines' and the
 # candidates' timing drift against the committed reference run), the figures JSON, each run's
 # records (also of a run cut off by LIMIT, read from its store), the baseline cache, and
@@ -30,20 +36,24 @@ OUT=${OUT:-gpu-out}; LIMIT=${LIMIT:-570}; JOBS=${JOBS:-16}; GPUS=${GPUS:-0}
 mkdir -p "$OUT" runs/tp
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1
 bash scripts/gpu_env.sh > "$OUT/env-$STEP.txt" 2>&1
-common=(--jobs "$JOBS" --work runs/tp/work --cache runs/tp --triton-cache "$PWD/runs/tp/tc"
-        --keep runs/tp/keep)
+TAG=${TAG:-}; work=runs/tp/work$TAG  # TAG: a variant's own folders and figures, beside others
+common=(--jobs "$JOBS" --work "$work" --cache runs/tp --triton-cache "$PWD/runs/tp/tc"
+        --keep "runs/tp/keep$TAG")
 case $STEP in
-  cold) args=(--phase cold --gpus "$GPUS" --out runs/tp/throughput-h200.json); runs=(cold) ;;
-  warm) args=(--phase warm --gpus "$GPUS" --profile --out runs/tp/throughput-h200.json)
-        runs=(warm1 warm2) ;;
-  x2cold) args=(--phase cold --gpus 0,1 --out runs/tp/throughput-h200x2.json); runs=(cold) ;;
+  cold) args=(--phase cold --gpus "$GPUS" --out "runs/tp/throughput-h200$TAG.json"); runs=(cold) ;;
+  warm) args=(--phase warm --gpus "$GPUS" --profile --warm-runs "${WARM_RUNS:-2}"
+              --out "runs/tp/throughput-h200$TAG.json"); runs=(warm1)
+        [ "${WARM_RUNS:-2}" = 2 ] && runs+=(warm2) ;;
+  x2cold) args=(--phase cold --gpus 0,1 --out "runs/tp/throughput-h200x2$TAG.json"); runs=(cold) ;;
   x2) args=(--phase warm --gpus 0,1 --warm-runs "${WARM_RUNS:-2}"
-            --out runs/tp/throughput-h200x2.json); runs=(warm1)
+            --out "runs/tp/throughput-h200x2$TAG.json"); runs=(warm1)
       [ "${WARM_RUNS:-2}" = 2 ] && runs+=(warm2) ;;
   *) echo "unknown step $STEP" >&2; exit 2 ;;
 esac
 [ "${BFIRST:-1}" = 0 ] && args+=(--no-baselines-first)  # baselines beside their candidates
 [ -n "${BWORKERS:-}" ] && args+=(--baseline-workers "$BWORKERS")  # tasks at once per GPU there
+[ -n "${CHECK_THREADS:-}" ] && args+=(--check-threads "$CHECK_THREADS")  # the parent's torch threads
+[ -n "${PROCS:-}" ] && args+=(--procs "$PROCS")  # worker processes driving the jobs
 # a machine without the kernels: compile them first (its records come back too)
 [ "${PRIME:-0}" = 1 ] && { args+=(--prime); runs=(prime "${runs[@]}"); }
 if [ "${SEED:-1}" = 1 ]; then  # job times of earlier H200 runs, for the longest-first order
@@ -57,12 +67,12 @@ timeout "$LIMIT" "${pin[@]}" python3 benchmarks/harness_throughput.py "${common[
   >> "$OUT/$STEP-log.txt" 2>&1
 echo "exit $? after $(( $(date +%s) - start )) s" >> "$OUT/$STEP-log.txt"
 for run in "${runs[@]}"; do  # records, also of a run the time limit stopped
-  python3 scripts/save_records.py "runs/tp/work/$run" "$OUT/$STEP-$run.jsonl" >> "$OUT/$STEP-log.txt" 2>&1
+  python3 scripts/save_records.py "$work/$run" "$OUT/$STEP-$run.jsonl" >> "$OUT/$STEP-log.txt" 2>&1
 done
-log=runs/tp/work/${runs[0]}/gpu0.lock.log  # the report and the raw hold logs, for a closer look
-[ -f "$log" ] && python3 scripts/lock_report.py "$log" 30 > "runs/tp/$STEP-lockreport.txt" 2>&1
-tar czf "$OUT/$STEP-locks.tgz" -C runs/tp "$STEP-lockreport.txt" \
-  $(cd runs/tp && ls work/${runs[0]}/gpu*.lock.log 2>/dev/null) 2>/dev/null
+log=$(ls "$work/${runs[0]}"/gpu*.lock.log 2>/dev/null | head -1)  # the report and the raw logs
+[ -f "$log" ] && python3 scripts/lock_report.py "$log" 30 > "runs/tp/$STEP$TAG-lockreport.txt" 2>&1
+tar czf "$OUT/$STEP-locks.tgz" -C runs/tp "$STEP$TAG-lockreport.txt" \
+  $(cd runs/tp && ls "work$TAG/${runs[0]}"/gpu*.lock.log 2>/dev/null) 2>/dev/null
 cp runs/tp/throughput-h200*.json "$OUT/" 2>/dev/null
 # carry it to a later machine: a copy through SQLite, since a run the time limit stopped leaves
 # its latest rows in the write-ahead log beside the file (a plain cp lost them all, 2026-11-30)

@@ -139,6 +139,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             on_start=started,
             on_result=lambda r: bar.update(progress, advance=1, last=f"{r.task_id}: {r.verdict}"),
             gpus=gpus,
+            procs=args.procs,
         )
     from kbx.report import failures_table, load_records
 
@@ -277,6 +278,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--no-perf", action="store_true", help="skip timing on cuda")
     e.add_argument(
         "--jobs", type=int, help="candidates in flight (default: cores on cpu, 4 on cuda)"
+    )
+    e.add_argument(
+        "--procs",
+        type=int,
+        default=1,
+        help="worker processes driving the jobs, each with its own interpreter (default 1)",
     )
     e.add_argument(
         "--profile",

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from kbx import procs
 from kbx.candidate import Candidate, read_source
 from kbx.evaluate import cores, gpuops, gpuwait, perf
 from kbx.evaluate.pipeline import EvalConfig, evaluate
@@ -30,13 +31,22 @@ CHECK_SHARE = 4  # the parent's torch threads: the cores over this (``check_thre
 
 class Scheduler:
     """``jobs`` candidates in flight, spread round-robin over ``gpus`` (each job slot belongs to
-    one GPU; its child sees only that GPU and its timings take that GPU's lock)."""
+    one GPU; its child sees only that GPU and its timings take that GPU's lock), driven by
+    threads of this process or, with ``procs`` > 1, of that many worker processes
+    (``kbx.procs``)."""
 
-    def __init__(self, cfg: EvalConfig, jobs: int, gpus: list[int] | None = None) -> None:
+    def __init__(
+        self,
+        cfg: EvalConfig,
+        jobs: int,
+        gpus: list[int | None] | None = None,
+        procs: int = 1,
+    ) -> None:
         self.cfg, self.jobs = cfg, max(1, jobs)
         choices: list[int | None] = list(gpus) if gpus else [None]
         self.gpus = choices
         self.slots = gpu_slots(choices, self.jobs)
+        self.procs = max(1, min(procs, self.jobs))
 
     def lock(self, gpu: int | None) -> str | None:
         """The path of ``gpu``'s lock, as its jobs' children and baseline workers name it."""
@@ -64,20 +74,13 @@ class Scheduler:
     ) -> Iterator[tuple[Candidate, Result]]:
         """Results as the candidates finish; with ``cfg.baselines_first``, after every baseline
         their tasks lack has been measured (``on_baseline(task_id, left)`` after each task)."""
-        if self.cfg.device.startswith("cuda"):
-            # Before any thread: the first operation under a dispatch mode imports torch._dynamo
-            # and more, which register operators; on the H200 (torch 2.11) that import, begun by
-            # 16 reference threads at once while others dispatched, crashed the process
-            # (segfault, 2026-11-30).  The fork server does the same for its children.
-            gpuops.preload()
-            gpuwait.asleep()  # its threads wait for the GPU without spinning a core each
-            cores.reserve(self.gpus)  # a core per GPU for its timing turns, the rest for all else
-            torch.set_num_threads(self.check_threads())
-            for gpu in self.gpus:
-                cores.register(self.lock(gpu), cores.for_gpu(gpu))
+        self.prepare()
         if self.cfg.timed and self.cfg.baselines_first:
             candidates = list(candidates)
             self.baselines([c.task_id for c in candidates], on_baseline)
+        if self.procs > 1:
+            yield from procs.run(self, candidates)
+            return
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
             pending: dict[Future[Result], Candidate] = {}
             for cand in candidates:
@@ -86,6 +89,25 @@ class Scheduler:
                     yield from self.drain(pending, FIRST_COMPLETED)
             while pending:
                 yield from self.drain(pending, FIRST_COMPLETED)
+
+    def prepare(self, reserved: dict[int | None, int | None] | None = None) -> None:
+        """This process's set-up for jobs on GPUs; a worker process adopts the parent's
+        ``reserved`` timing cores instead of reserving its own."""
+        if not self.cfg.device.startswith("cuda"):
+            return
+        # Before any thread: the first operation under a dispatch mode imports torch._dynamo and
+        # more, which register operators; on the H200 (torch 2.11) that import, begun by 16
+        # reference threads at once while others dispatched, crashed the process (segfault,
+        # 2026-11-30).  The fork server does the same for its children.
+        gpuops.preload()
+        gpuwait.asleep()  # its threads wait for the GPU without spinning a core each
+        if reserved is None:
+            cores.reserve(self.gpus)  # a core per GPU for its timing turns, the rest for all else
+        else:
+            cores.adopt(reserved)
+        torch.set_num_threads(self.check_threads())
+        for gpu in self.gpus:
+            cores.register(self.lock(gpu), cores.for_gpu(gpu))
 
     def baselines(
         self, task_ids: list[str], on_baseline: Callable[[str, int], None] | None = None
@@ -180,6 +202,7 @@ def run_eval(
     on_result: Callable[[Result], None] | None = None,
     gpus: list[int] | None = None,
     on_baseline: Callable[[str, int], None] | None = None,
+    procs: int = 1,
 ) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     store = Store(out_dir / "kbx.sqlite")
@@ -189,7 +212,9 @@ def run_eval(
             on_start(plan)
         cache = perf.open_cache(cfg.baseline_cache) if cfg.timed else None
         todo = longest_first(plan.todo, cache)
-        for cand, result in Scheduler(cfg, jobs, gpus).run(todo, on_baseline):
+        for cand, result in Scheduler(cfg, jobs, list(gpus) if gpus else None, procs).run(
+            todo, on_baseline
+        ):
             store.put(cand.key, dict(result.record(), key=cand.key))
             if cache and result.task_id:
                 cache.put_duration(result.task_id, result.duration_s)

@@ -36,6 +36,13 @@ def test_each_gpu_gets_a_core_and_the_parent_keeps_to_the_others(fresh):
     assert cores.for_gpu(1) == 14 and cores.for_gpu(None) is None
 
 
+def test_a_worker_process_adopts_the_parents_cores_without_moving_itself(fresh):
+    calls = fresh(16)
+    cores.adopt({0: 15, 1: None})  # GPU 1 got no core in the parent
+    assert cores.for_gpu(0) == 15 and cores.for_gpu(1) is None
+    assert calls == []
+
+
 def test_no_reservation_without_enough_cores_for_the_rest(fresh):
     calls = fresh(cores.MIN_OTHER_CORES + 1)
     assert cores.reserve([0, 1]) == {}

@@ -58,6 +58,13 @@ def reserve(gpus: list[int | None]) -> dict[int | None, int]:
         return dict(_by_gpu)
 
 
+def adopt(reserved: dict[int | None, int | None]) -> None:
+    """In a worker process of the parent (``kbx.procs``): the parent's reservation, as
+    ``for_gpu`` gives it there (the worker already runs on the other cores)."""
+    with _lock:
+        _by_gpu.update({gpu: core for gpu, core in reserved.items() if core is not None})
+
+
 def for_gpu(gpu: int | None) -> int | None:
     """The core reserved for a job GPU's timing turns, if any (parent side)."""
     return _by_gpu.get(gpu)

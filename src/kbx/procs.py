@@ -1,0 +1,173 @@
+"""Job processes: a run's job slots spread over worker processes, each with its own interpreter
+(one GIL), fork server and reference cache, taking candidates from one queue in the run's order.
+
+Every job thread of a run shared the parent's interpreter: its children's follow-up, the loading
+of their outputs, the reference runs and the judging.  On two H200s (2026-11-30) the same checks
+took 1,773 s of job time with 32 job threads in one process against 1,335 s with 16, where the
+candidates' own work did not grow.  With ``procs`` > 1 the scheduler starts that many workers:
+job slot i (the slots take the GPUs in turn) goes to worker i % procs, so with ``procs`` a
+multiple of the GPUs each worker serves one GPU.  The parent keeps what is run-wide: the reserved
+timing cores (a worker adopts them), the baselines-first stage, the store.
+
+A worker that dies takes its running candidates with it: each becomes a ``harness_error``; the
+others go on with the rest of the queue.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import os
+import queue
+import threading
+import traceback
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from kbx.candidate import Candidate
+from kbx.result import Result
+from kbx.verdict import Verdict
+
+if TYPE_CHECKING:
+    from kbx.runs import Scheduler
+
+POLL_S = 1.0  # how often the parent looks for workers that died while it waits for results
+
+
+def split_slots(gpus: list[int | None], jobs: int, procs: int) -> list[list[int | None]]:
+    """Each worker's job slots (their GPUs): slot i takes GPU i % len(gpus) and goes to worker
+    i % procs; no worker is left without a slot."""
+    slots = [gpus[i % len(gpus)] for i in range(jobs)]
+    return [part for w in range(procs) if (part := slots[w::procs])]
+
+
+def run(sched: Scheduler, candidates: Iterable[Candidate]) -> Iterator[tuple[Candidate, Result]]:
+    """The candidates' results as they finish, evaluated by ``sched.procs`` worker processes."""
+    from kbx.evaluate import cores
+
+    todo_list = list(candidates)
+    parts = split_slots(sched.gpus, sched.jobs, sched.procs)
+    cfg = replace(sched.cfg, check_threads=max(1, sched.check_threads() // len(parts)))
+    reserved = {g: cores.for_gpu(g) for g in sched.gpus}
+    spares = os.environ.get("KBX_SPARES") or str(spares_each(cfg.device, sched.gpus, len(parts)))
+    ctx = mp.get_context("spawn")  # the parent may have a CUDA context: no fork
+    todo: Any = ctx.Queue()
+    done: Any = ctx.Queue()
+    workers = [
+        ctx.Process(
+            target=serve,
+            args=(cfg, part, reserved, spares, todo, done),
+            name=f"kbx-worker-{w}",
+        )
+        for w, part in enumerate(parts)
+    ]
+    for w in workers:
+        w.start()
+    try:
+        for item in enumerate(todo_list):
+            todo.put(item)
+        for _ in range(sched.jobs):  # one stop per job thread, after every candidate
+            todo.put(None)
+        yield from collect(todo_list, cfg.device, workers, done)
+    finally:
+        for w in workers:
+            w.join(timeout=30)
+            if w.is_alive():
+                w.kill()
+                w.join()
+
+
+def spares_each(device: str, gpus: list[int | None], workers: int) -> int:
+    """A worker's idle spares (``KBX_SPARES``): the one-process count shared by the workers of
+    a GPU, at least one each."""
+    from kbx.evaluate import forkserver
+
+    per_gpu = max(1, workers // max(1, len(gpus)))
+    return max(1, -(-forkserver.spare_count(device) // per_gpu))
+
+
+def collect(
+    todo_list: list[Candidate], device: str, workers: list[Any], done: Any
+) -> Iterator[tuple[Candidate, Result]]:
+    left = set(range(len(todo_list)))
+    started: dict[int, int] = {}  # candidate index -> the pid of the worker running it
+    while left:
+        try:
+            kind, index, value = done.get(timeout=POLL_S)
+        except queue.Empty:
+            yield from lost(todo_list, device, workers, started, left)
+            continue
+        if kind == "start":
+            started[index] = value
+        elif index in left:
+            left.discard(index)
+            yield todo_list[index], value
+
+
+def lost(
+    todo_list: list[Candidate],
+    device: str,
+    workers: list[Any],
+    started: dict[int, int],
+    left: set[int],
+) -> Iterator[tuple[Candidate, Result]]:
+    """Results for the candidates of workers that have died: those they had started, and, once
+    none is left alive, all the rest."""
+    dead = {w.pid: w.exitcode for w in workers if not w.is_alive()}
+    if not dead:
+        return
+    everyone = len(dead) == len(workers)
+    for index in sorted(left):
+        pid = started.get(index)
+        if pid in dead:
+            detail = f"kbx's worker process ended during this candidate (exit code {dead[pid]})"
+            stage = "run"
+        elif everyone:
+            detail, stage = "kbx's worker processes had all ended before this candidate", "read"
+        else:
+            continue
+        left.discard(index)
+        yield (
+            todo_list[index],
+            Result.of(todo_list[index], device, Verdict.HARNESS_ERROR, detail, stage),
+        )
+
+
+def serve(
+    cfg: Any,
+    slots: list[int | None],
+    reserved: dict[int | None, int | None],
+    spares: str,
+    todo: Any,
+    done: Any,
+) -> None:
+    """A worker process: a scheduler over its slots, one thread per slot taking candidates from
+    ``todo`` until it reads a stop."""
+    os.environ["KBX_SPARES"] = spares
+    from kbx.runs import Scheduler
+
+    sched = Scheduler(cfg, len(slots), list(dict.fromkeys(slots)))
+    sched.prepare(reserved)
+
+    def job_thread() -> None:
+        while (item := todo.get()) is not None:
+            index, candidate = item
+            done.put(("start", index, os.getpid()))
+            try:
+                result = sched.evaluate(candidate)
+            except BaseException as exc:  # noqa: BLE001 - kbx's fault: reported, never raised
+                where = traceback.format_exception_only(exc)[-1].strip()
+                result = Result.of(
+                    candidate, cfg.device, Verdict.HARNESS_ERROR, f"worker: {where}", "run"
+                )
+            done.put(("done", index, result))
+
+    threads = [threading.Thread(target=job_thread, name=f"kbx-job-{i}") for i in range(len(slots))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    with contextlib.suppress(Exception):
+        done.close()
+        done.join_thread()  # every result written to the pipe before the process ends
