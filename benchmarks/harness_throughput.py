@@ -42,7 +42,7 @@ from kbx.evaluate import perf
 from kbx.evaluate.perf import BaselineCache
 from kbx.evaluate.pipeline import EvalConfig
 from kbx.hardware import fingerprint
-from kbx.runs import run_eval
+from kbx.runs import default_procs, run_eval
 
 ROOT = Path(__file__).resolve().parent.parent
 CORES = sorted(os.sched_getaffinity(0))  # the CPUs this run may use (taskset), before kbx keeps
@@ -243,8 +243,9 @@ def main() -> int:
     p.add_argument(
         "--procs",
         type=int,
-        default=1,
-        help="worker processes driving the jobs (kbx.procs; default 1: threads of this one)",
+        default=None,
+        help="worker processes driving the jobs (kbx.procs; default: one per GPU, "
+        "runs.default_procs)",
     )
     p.add_argument("--source-hash", action="store_true", help="print source_hash and exit")
     args = p.parse_args()
@@ -318,7 +319,7 @@ def finish(args: argparse.Namespace, figures: dict[str, Any]) -> int:
         baselines_first=args.baselines_first,
         baseline_workers=args.baseline_workers,
         check_threads=torch.get_num_threads(),  # the parent's, as the scheduler set them
-        procs=args.procs,  # with more than one, each worker has check_threads // procs
+        procs=args.procs or default_procs("cuda", list(map(int, args.gpus.split(",")))),
         src_sha256=source_hash(),  # the code that ran, where a copied tree's .git is stale
         git=subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
@@ -336,7 +337,7 @@ def finish(args: argparse.Namespace, figures: dict[str, Any]) -> int:
         + (f" --baseline-workers {args.baseline_workers}" if args.baseline_workers else "")
         + (f" --warm-runs {args.warm_runs}" if args.warm_runs != 2 else "")
         + (f" --check-threads {args.check_threads}" if args.check_threads else "")
-        + (f" --procs {args.procs}" if args.procs != 1 else "")
+        + (f" --procs {args.procs}" if args.procs else "")
     )
     write(args, figures)
     print(json.dumps({k: v for k, v in figures.items() if not k.startswith("stages")}, indent=1))

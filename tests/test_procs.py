@@ -22,6 +22,17 @@ def test_each_worker_gets_whole_gpus_when_it_can():
     assert procs.split_slots([0, 1], 6, 4) == [[0, 0], [1, 1], [0], [1]]
     assert procs.split_slots([None], 5, 2) == [[None] * 3, [None] * 2]
     assert procs.split_slots([0], 2, 3) == [[0], [0]]  # no worker without a slot
+    assert [procs.crowded([[0, 0], [1, 1]], p) for p in ([0, 0], [1, 1])] == [False, False]
+    assert procs.crowded([[0], [0]], [0])  # two workers on GPU 0: they give memory back
+
+
+def test_the_workers_of_a_gpu_share_its_spares_with_at_least_two_each(monkeypatch):
+    monkeypatch.setenv("KBX_SPARES", "4")
+    assert procs.spares_each("cuda", [0, 1], 2) == 4  # a worker per GPU: all of its spares
+    assert procs.spares_each("cuda", [0], 2) == 2
+    assert procs.spares_each("cuda", [0], 4) == procs.MIN_SPARES
+    monkeypatch.setenv("KBX_SPARES", "0")
+    assert procs.spares_each("cuda", [0], 4) == 0  # spares off stay off
 
 
 class FakeWorker:

@@ -32,7 +32,7 @@ def test_jobs_are_spread_over_the_gpus(monkeypatch):
         return candidate.task_id
 
     monkeypatch.setattr(runs, "evaluate", fake_evaluate)
-    sched = runs.Scheduler(EvalConfig(device="cuda"), jobs=4, gpus=[0, 1])
+    sched = runs.Scheduler(EvalConfig(device="cuda"), jobs=4, gpus=[0, 1], procs=1)
     cands = [Candidate(f"s{i}", "Activation/gelu", "x") for i in range(10)]
     results = list(sched.run(cands))
     assert len(results) == 10
@@ -42,6 +42,14 @@ def test_jobs_are_spread_over_the_gpus(monkeypatch):
     assert torch.get_num_threads() == max(1, cores // runs.CHECK_SHARE)  # the parent's checks'
     list(runs.Scheduler(EvalConfig(device="cuda", check_threads=3), jobs=4, gpus=[0]).run(cands))
     assert torch.get_num_threads() == 3
+
+
+def test_a_run_on_several_gpus_has_a_worker_process_per_gpu_by_default():
+    assert runs.Scheduler(EvalConfig(device="cuda"), jobs=4, gpus=[0, 1]).procs == 2
+    assert runs.Scheduler(EvalConfig(device="cuda"), jobs=4, gpus=[0]).procs == 1
+    assert runs.Scheduler(EvalConfig(device="cpu"), jobs=4).procs == 1
+    assert runs.Scheduler(EvalConfig(device="cuda"), jobs=1, gpus=[0, 1]).procs == 1  # per job
+    assert runs.Scheduler(EvalConfig(device="cuda"), jobs=4, gpus=[0], procs=3).procs == 3
 
 
 def test_baselines_first_measures_each_task_once_before_any_candidate(monkeypatch):
@@ -59,7 +67,8 @@ def test_baselines_first_measures_each_task_once_before_any_candidate(monkeypatc
     tasks = ["Activation/gelu", "Math/add", "Activation/gelu", "Loss/kl_div", "Math/sub"]
     cands = [Candidate(f"s{i}", t, "x") for i, t in enumerate(tasks)]
     told = []
-    list(runs.Scheduler(cfg, jobs=2, gpus=[0, 1]).run(cands, lambda t, left: told.append(left)))
+    sched = runs.Scheduler(cfg, jobs=2, gpus=[0, 1], procs=1)  # threads: the fakes apply
+    list(sched.run(cands, lambda t, left: told.append(left)))
     measured = [e for e in events if e[0] == "baselines"]
     assert sorted(e[1] for e in measured) == sorted(set(tasks))  # once per task
     assert {e[2] for e in measured} == {0, 1}

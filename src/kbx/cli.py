@@ -282,8 +282,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument(
         "--procs",
         type=int,
-        default=1,
-        help="worker processes driving the jobs, each with its own interpreter (default 1)",
+        default=None,
+        help="worker processes driving the jobs, each with its own interpreter (default: one "
+        "per GPU with --gpus, else 1)",
     )
     e.add_argument(
         "--profile",

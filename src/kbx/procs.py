@@ -10,7 +10,9 @@ multiple of the GPUs each worker serves one GPU.  The parent keeps what is run-w
 timing cores (a worker adopts them), the baselines-first stage, the store.
 
 A worker that dies takes its running candidates with it: each becomes a ``harness_error``; the
-others go on with the rest of the queue.
+others go on with the rest of the queue.  Workers that share a GPU hand their cached GPU memory
+back after each candidate: each process keeps its own cached blocks, and two or four workers on
+one H200 ran it out of memory (2026-11-30; the fix is not yet run on a GPU).
 """
 
 from __future__ import annotations
@@ -25,13 +27,17 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from kbx.candidate import Candidate
+from kbx.evaluate import cores, forkserver
 from kbx.result import Result
 from kbx.verdict import Verdict
 
 if TYPE_CHECKING:
     from kbx.runs import Scheduler
 
+MIN_SPARES = 2  # idle spares per worker at least (``spares_each``)
 POLL_S = 1.0  # how often the parent looks for workers that died while it waits for results
 
 
@@ -44,20 +50,18 @@ def split_slots(gpus: list[int | None], jobs: int, procs: int) -> list[list[int 
 
 def run(sched: Scheduler, candidates: Iterable[Candidate]) -> Iterator[tuple[Candidate, Result]]:
     """The candidates' results as they finish, evaluated by ``sched.procs`` worker processes."""
-    from kbx.evaluate import cores
-
     todo_list = list(candidates)
     parts = split_slots(sched.gpus, sched.jobs, sched.procs)
     cfg = replace(sched.cfg, check_threads=max(1, sched.check_threads() // len(parts)))
     reserved = {g: cores.for_gpu(g) for g in sched.gpus}
-    spares = os.environ.get("KBX_SPARES") or str(spares_each(cfg.device, sched.gpus, len(parts)))
+    spares = str(spares_each(cfg.device, sched.gpus, len(parts)))  # KBX_SPARES: a GPU's
     ctx = mp.get_context("spawn")  # the parent may have a CUDA context: no fork
     todo: Any = ctx.Queue()
     done: Any = ctx.Queue()
     workers = [
         ctx.Process(
             target=serve,
-            args=(cfg, part, reserved, spares, todo, done),
+            args=(cfg, part, reserved, spares, crowded(parts, part), todo, done),
             name=f"kbx-worker-{w}",
         )
         for w, part in enumerate(parts)
@@ -78,13 +82,19 @@ def run(sched: Scheduler, candidates: Iterable[Candidate]) -> Iterator[tuple[Can
                 w.join()
 
 
+def crowded(parts: list[list[int | None]], part: list[int | None]) -> bool:
+    """Whether another worker has a slot on one of this worker's GPUs."""
+    return sum(1 for other in parts if set(other) & set(part)) > 1
+
+
 def spares_each(device: str, gpus: list[int | None], workers: int) -> int:
     """A worker's idle spares (``KBX_SPARES``): the one-process count shared by the workers of
-    a GPU, at least one each."""
-    from kbx.evaluate import forkserver
-
+    a GPU, at least ``MIN_SPARES`` each where there are spares at all.  With one spare each for
+    four workers on one H200, most children made their own CUDA context (135 s of job time,
+    2026-11-30)."""
+    total = forkserver.spare_count(device)
     per_gpu = max(1, workers // max(1, len(gpus)))
-    return max(1, -(-forkserver.spare_count(device) // per_gpu))
+    return max(MIN_SPARES, -(-total // per_gpu)) if total else 0
 
 
 def collect(
@@ -139,11 +149,12 @@ def serve(
     slots: list[int | None],
     reserved: dict[int | None, int | None],
     spares: str,
+    shares_gpu: bool,
     todo: Any,
     done: Any,
 ) -> None:
     """A worker process: a scheduler over its slots, one thread per slot taking candidates from
-    ``todo`` until it reads a stop."""
+    ``todo`` until it reads a stop (``shares_gpu``: another worker has a slot on its GPU)."""
     os.environ["KBX_SPARES"] = spares
     from kbx.runs import Scheduler
 
@@ -161,6 +172,8 @@ def serve(
                 result = Result.of(
                     candidate, cfg.device, Verdict.HARNESS_ERROR, f"worker: {where}", "run"
                 )
+            if shares_gpu and cfg.device.startswith("cuda"):
+                torch.cuda.empty_cache()  # blocks no tensor uses, back to the GPU for the others
             done.put(("done", index, result))
 
     threads = [threading.Thread(target=job_thread, name=f"kbx-job-{i}") for i in range(len(slots))]
