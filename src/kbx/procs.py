@@ -31,6 +31,7 @@ import torch
 
 from kbx.candidate import Candidate
 from kbx.evaluate import cores, forkserver
+from kbx.evaluate.pipeline import EvalConfig
 from kbx.result import Result
 from kbx.verdict import Verdict
 
@@ -145,7 +146,7 @@ def lost(
 
 
 def serve(
-    cfg: Any,
+    cfg: EvalConfig,
     slots: list[int | None],
     reserved: dict[int | None, int | None],
     spares: str,
