@@ -100,6 +100,7 @@ class Scheduler:
         # reference threads at once while others dispatched, crashed the process (segfault,
         # 2026-11-30).  The fork server does the same for its children.
         gpuops.preload()
+        gpuops.use_thread_streams(self.cfg.thread_streams)
         gpuwait.asleep()  # its threads wait for the GPU without spinning a core each
         if reserved is None:
             cores.reserve(self.gpus)  # a core per GPU for its timing turns, the rest for all else

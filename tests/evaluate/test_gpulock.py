@@ -219,5 +219,16 @@ def test_autotuning_times_each_config_in_an_exclusive_hold(tmp_path, monkeypatch
         def all_kwargs(self):
             return {"BLOCK": 128}
 
-    Autotuner._bench(Tuner(), config=Config())
+    tuner = Tuner()
+    Autotuner._bench(tuner, config=Config())
     assert seen == [("compile", True, False), "ex"] and not gpulock.holding()
+    assert not hasattr(tuner, "_do_bench")  # an autotuner without one: left alone
+    tuner._do_bench = None  # Triton's default benchmark: the shorter budget instead
+    Autotuner._bench(tuner, config=Config())
+    assert tuner._do_bench.keywords == {
+        "warmup": launches.AUTOTUNE_WARMUP_MS,
+        "rep": launches.AUTOTUNE_REP_MS,
+    }
+    own = tuner._do_bench = lambda call, quantiles: [1.0]  # the kernel's own: kept
+    Autotuner._bench(tuner, config=Config())
+    assert tuner._do_bench is own

@@ -2,13 +2,15 @@
 
 Run on the CPU by locking the "cpu" device type instead of "cuda"."""
 
+import contextlib
 import json
+import threading
 from pathlib import Path
 
 import pytest
 import torch
 
-from kbx.evaluate import gpulock
+from kbx.evaluate import gpulock, gpuops
 from kbx.evaluate.gpuops import gpu_ops_locked
 
 
@@ -204,3 +206,63 @@ def test_every_reference_gives_the_same_outputs_op_by_op_under_the_lock(tmp_path
         if task.random:  # its draws: judged by the task's checker above
             continue
         reference.compare(locked, plain, reference.EXACT)
+
+
+class FakeCuda:
+    """Just enough of ``torch.cuda`` to see which stream a thread works on and what it waits
+    for, on a machine without a GPU."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.waits: list[object] = []
+        self.current = threading.local()
+        fake = self
+
+        class Stream:
+            def __init__(self, device: int) -> None:
+                self.device = device
+
+            def synchronize(self) -> None:
+                fake.waits.append(self)
+
+        @contextlib.contextmanager
+        def stream(s: Stream):
+            before = getattr(fake.current, "s", "default")
+            fake.current.s = s
+            try:
+                yield
+            finally:
+                fake.current.s = before
+
+        cuda = torch.cuda
+        monkeypatch.setattr(cuda, "Stream", Stream)
+        monkeypatch.setattr(cuda, "stream", stream)
+        monkeypatch.setattr(cuda, "is_available", lambda: True)
+        monkeypatch.setattr(cuda, "current_device", lambda: 0)
+        monkeypatch.setattr(cuda, "device", lambda gpu: contextlib.nullcontext())
+        monkeypatch.setattr(cuda, "synchronize", lambda: fake.waits.append("device"))
+        monkeypatch.setattr(cuda, "current_stream", lambda: getattr(fake.current, "s", None))
+
+
+def test_with_thread_streams_each_thread_works_and_waits_on_its_own_stream(monkeypatch):
+    cuda = FakeCuda(monkeypatch)
+    monkeypatch.setattr(gpuops, "THREAD_STREAMS", [False])
+    with gpuops.on_device(0):
+        gpuops.finish_gpu_work()
+    assert cuda.waits == ["device"] and not hasattr(cuda.current, "s")  # off: as before
+    cuda.waits.clear()
+    gpuops.use_thread_streams(True)
+    seen: dict[str, object] = {}
+
+    def job(name: str) -> None:
+        with gpuops.on_device(0):
+            seen[name] = torch.cuda.current_stream()
+            assert gpuops.thread_stream(0) is seen[name]  # made once per thread
+            gpuops.finish_gpu_work()
+
+    threads = [threading.Thread(target=job, args=(n,)) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen["a"] is not seen["b"]
+    assert sorted(map(id, cuda.waits)) == sorted(map(id, seen.values()))  # no device-wide wait

@@ -18,8 +18,9 @@ round.
 
 from __future__ import annotations
 
+import threading
 import time
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from typing import Any
 
 import torch
@@ -30,6 +31,11 @@ from kbx.evaluate.gpulock import shared
 
 HEAVY_NUMEL = 1 << 14  # CPU operations on this many elements or more run without the hold
 HOLD_S = 0.05  # ... and any CPU operation once a hold is this old
+
+# The trusted process's threads each on a CUDA stream of their own (``use_thread_streams``); off
+# by default, and never in a child, whose candidate may launch on streams of its own.
+THREAD_STREAMS = [False]
+_streams = threading.local()  # this thread's stream per device index
 
 
 def gpu_ops_locked(
@@ -71,7 +77,7 @@ class LockedOps(TorchDispatchMode):
 
     def sync(self) -> None:
         if self.device_type == "cuda":
-            torch.cuda.synchronize()
+            finish_gpu_work()
 
     def release(self) -> None:
         """Finish the GPU work done under the hold, then let the hold go."""
@@ -96,6 +102,51 @@ class LockedOps(TorchDispatchMode):
             if isinstance(x, torch.device) and x.type == self.device_type:
                 return True
         return False
+
+
+def use_thread_streams(on: bool) -> None:
+    """In the trusted process (the parent, a worker of ``kbx.procs``): each thread's GPU work on
+    a stream of its own (``on_device``), and a hold's end waits for that stream only.
+
+    Not yet measured (2026-11-30).  One process's job threads otherwise share the default
+    stream: a thread's kernels queue behind every other thread's, and each hold's end
+    (``torch.cuda.synchronize``) waits for all of them.  On an H200, checks took a median
+    2.4 s a task with 16 job threads in one process and 0.29 s with four processes of four
+    (docs/validation/h200-2026-11-30i/); one stream per process is one explanation, the GIL
+    another.  Results handed between threads (a reference computed ahead) are safe: a hold
+    ends with its stream finished, before its tensors leave the thread."""
+    THREAD_STREAMS[0] = on
+
+
+def finish_gpu_work() -> None:
+    """Wait for this thread's GPU work: its own stream (``use_thread_streams``), else the
+    whole device."""
+    if THREAD_STREAMS[0]:
+        torch.cuda.current_stream().synchronize()
+    else:
+        torch.cuda.synchronize()
+
+
+def on_device(gpu: int | None) -> AbstractContextManager[Any]:
+    """The trusted process's GPU work (references, checks) on ``gpu`` (None: the current
+    device, or the CPU without CUDA), on the thread's own stream where ``use_thread_streams``
+    is on."""
+    stack = ExitStack()
+    if gpu is not None:
+        stack.enter_context(torch.cuda.device(gpu))
+    if THREAD_STREAMS[0] and torch.cuda.is_available():
+        stack.enter_context(torch.cuda.stream(thread_stream(gpu)))
+    return stack
+
+
+def thread_stream(gpu: int | None) -> Any:
+    """This thread's stream on ``gpu`` (made once, from torch's pool of non-blocking streams)."""
+    index = torch.cuda.current_device() if gpu is None else gpu
+    mine: dict[int, Any] = getattr(_streams, "by_device", None) or {}
+    _streams.by_device = mine
+    if index not in mine:
+        mine[index] = torch.cuda.Stream(device=index)
+    return mine[index]
 
 
 def preload() -> None:

@@ -38,6 +38,7 @@ class EvalConfig:
     baselines_first: bool = True  # measure the missing baselines before any candidate runs
     baseline_workers: int | None = None  # tasks at once per GPU in that stage (default: cores)
     check_threads: int | None = None  # the parent's torch threads (default: a quarter of cores)
+    thread_streams: bool = False  # the parent's threads on streams of their own (gpuops)
 
     @property
     def timed(self) -> bool:

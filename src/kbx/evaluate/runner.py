@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import torch
 
+from kbx.evaluate import gpuops
 from kbx.evaluate.gpulock import shared
 from kbx.evaluate.launches import LaunchCounter
 from kbx.task import Case, Inputs, Task
@@ -99,8 +100,9 @@ def same_layout(a: Inputs, b: Inputs) -> bool:
 
 
 def on_gpu(gpu: int | None) -> AbstractContextManager[Any]:
-    """GPU work of the parent's threads (references, baselines) on a job's GPU, if it has one."""
-    return torch.cuda.device(gpu) if gpu is not None else nullcontext()
+    """GPU work of the parent's threads (references, baselines) on a job's GPU, if it has one
+    (``gpuops.on_device``)."""
+    return gpuops.on_device(gpu)
 
 
 def full_fp32() -> None:
