@@ -108,6 +108,7 @@ def lock_autotuner(lock: str) -> None:
     def bench(self: Any, *args: Any, config: Any, **meta: Any) -> Any:
         if getattr(self, "_do_bench", short) is None:  # Triton's default: the shorter budget
             self._do_bench = short
+            vars(self).pop("do_bench", None)  # a benchmark cached before (a cached_property)
         if holding():
             return original(self, *args, config=config, **meta)
         with contextlib.suppress(Exception):  # best effort: a failing compile fails again below
