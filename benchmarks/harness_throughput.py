@@ -49,6 +49,11 @@ CORES = sorted(os.sched_getaffinity(0))  # the CPUs this run may use (taskset), 
 # one per GPU for its timing turns (kbx.evaluate.cores)
 
 
+def gpu_list(args: argparse.Namespace) -> list[int]:
+    """The GPUs of ``--gpus 0,1``."""
+    return [int(g) for g in args.gpus.split(",")]
+
+
 def cpu_times() -> tuple[int, int]:
     """Busy and total jiffies so far of CORES (``/proc/stat``; zeros where there is none)."""
     busy = total = 0
@@ -79,11 +84,11 @@ def one_run(out: Path, cache: Path, args: argparse.Namespace, profile: bool = Fa
         check_threads=args.check_threads,
         thread_streams=args.thread_streams,
     )
-    gpus = [int(g) for g in args.gpus.split(",")]
+    gpus = gpu_list(args)
     shutil.rmtree(out, ignore_errors=True)  # a store left by an earlier run would be resumed
     started, cpu_before = time.monotonic(), cpu_times()
     parent_before, workers_before = own_cpu_s(), perf.WORKER_CPU_S[0]
-    done = {"n": 0, "baselines": 0, "baselines_s": None}
+    done: dict[str, Any] = {"n": 0, "baselines": 0, "baselines_s": None}
 
     def baseline_done(task_id: str, left: int) -> None:
         done["baselines"] += 1
@@ -325,7 +330,7 @@ def finish(args: argparse.Namespace, figures: dict[str, Any]) -> int:
         baselines_first=args.baselines_first,
         baseline_workers=args.baseline_workers,
         check_threads=torch.get_num_threads(),  # the parent's, as the scheduler set them
-        procs=args.procs or default_procs("cuda", list(map(int, args.gpus.split(",")))),
+        procs=args.procs or default_procs("cuda", gpu_list(args)),
         thread_streams=args.thread_streams,
         src_sha256=source_hash(),  # the code that ran, where a copied tree's .git is stale
         git=subprocess.run(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import queue
 import statistics
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -153,7 +153,7 @@ class Scheduler:
             yield pending.pop(fut), fut.result()
 
 
-def default_procs(device: str, gpus: list[int | None]) -> int:
+def default_procs(device: str, gpus: Sequence[int | None]) -> int:
     """One worker process per GPU when a run has several, else this process alone.  On two
     H200s (2026-11-30) the checks of one process driving 32 jobs took 1,773 s of job time against
     1,335 s for 16 jobs on one GPU; with a worker per GPU, 1,290 s against 1,295 s, and the run

@@ -4,6 +4,7 @@ the GPU taken through the per-GPU lock, with compilation kept outside it."""
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import Any
 
 import torch
@@ -95,8 +96,6 @@ def lock_autotuner(lock: str) -> None:
     and could sway the search.  On the H200 (2026-11-30) the cases furthest from the committed
     reference run's times (1.4-2.7x slower in loaded runs, 0.47-0.69x in a light one) were all
     of autotuned kernels (convolutions, matmuls); which configs won is not recorded."""
-    import functools
-
     import triton.testing
     from triton.runtime.autotuner import Autotuner
 
