@@ -222,9 +222,10 @@ def main() -> int:
     p.add_argument(
         "--warm-runs",
         type=int,
-        choices=(1, 2),
+        choices=(0, 1, 2),
         default=2,
-        help="1: one warm run only (its wall time; no repeatability or profiler figures)",
+        help="1: one warm run only (its wall time; no repeatability or profiler figures); "
+        "0 with --prime: the priming run alone",
     )
     p.add_argument(
         "--baselines-first",
@@ -265,6 +266,8 @@ def main() -> int:
         return 0
     if args.out is None:
         p.error("--out is required")
+    if args.warm_runs == 0 and not args.prime:
+        p.error("--warm-runs 0 is the priming run alone: it needs --prime")
     merge_cold = args.phase == "warm" and args.out.exists()
     figures: dict[str, Any] = json.loads(args.out.read_text()) if merge_cold else {}
     with tempfile.TemporaryDirectory(prefix="kbx-throughput-") as tmp:
@@ -288,6 +291,8 @@ def main() -> int:
             if args.prime:
                 primed = one_run(base / "prime", cache, args)
                 figures.update(prime_s=round(primed["wall_s"], 1))
+                if args.warm_runs == 0:  # the kernels compiled, for later calls on this machine
+                    return finish(args, figures)
             warm = one_run(base / "warm1", cache, args)
             keep(warm, args.keep, "warm1")
             figures.update(warm_s=round(warm["wall_s"], 1), stages_warm_s=warm["stage_s"])

@@ -8,7 +8,8 @@
 #         left out)
 #   x2    two H200s: --phase warm --gpus 0,1 (WARM_RUNS=1: one run, its wall time only).  On a
 #         fresh nvidia-h200-x2 machine carry runs/tp/baselines.sqlite and set PRIME=1 (a priming
-#         run compiles the kernels there; its figures are dropped); on the machine that ran cold
+#         run compiles the kernels there; its figures are dropped; WARM_RUNS=0: that run alone,
+#         for the steps after it); on the machine that ran cold
 #         and warm (GPUS=0 CPUS=0-15 there), the caches are in place.
 #   x2cold  two H200s: --phase cold --gpus 0,1 (every baseline measured; on a fresh machine it
 #         also compiles every kernel, so that a one-GPU cold run after it measures the baselines
@@ -58,6 +59,7 @@ esac
 [ "${STREAMS:-0}" = 1 ] && args+=(--thread-streams)  # the parent's threads on streams of their own
 # a machine without the kernels: compile them first (its records come back too)
 [ "${PRIME:-0}" = 1 ] && { args+=(--prime); runs=(prime "${runs[@]}"); }
+[ "${WARM_RUNS:-2}" = 0 ] && runs=(prime)  # with PRIME=1: the priming run alone
 if [ "${SEED:-1}" = 1 ]; then  # job times of earlier H200 runs, for the longest-first order
   python3 scripts/seed_durations.py runs/tp/baselines.sqlite \
     docs/validation/h200-2026-11-30d/call4-cold.jsonl docs/validation/h200-2026-11-30c/call2-cold.jsonl \

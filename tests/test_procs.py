@@ -35,6 +35,12 @@ def test_the_workers_of_a_gpu_share_its_spares_with_at_least_two_each(monkeypatc
     assert procs.spares_each("cuda", [0], 4) == 0  # spares off stay off
 
 
+def test_the_workers_of_a_gpu_share_its_reference_look_ahead(monkeypatch):
+    monkeypatch.setenv("KBX_AHEAD_BYTES", str(8 << 30))
+    assert procs.ahead_each([0, 1], 2) == 8 << 30  # a worker per GPU: all of it
+    assert procs.ahead_each([0], 4) == 2 << 30
+
+
 class FakeWorker:
     def __init__(self, pid: int, exitcode: int | None) -> None:
         self.pid, self.exitcode = pid, exitcode

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from kbx.candidate import Candidate
-from kbx.evaluate import cores, forkserver
+from kbx.evaluate import cores, forkserver, reference
 from kbx.evaluate.pipeline import EvalConfig
 from kbx.result import Result
 from kbx.verdict import Verdict
@@ -55,14 +55,17 @@ def run(sched: Scheduler, candidates: Iterable[Candidate]) -> Iterator[tuple[Can
     parts = split_slots(sched.gpus, sched.jobs, sched.procs)
     cfg = replace(sched.cfg, check_threads=max(1, sched.check_threads() // len(parts)))
     reserved = {g: cores.for_gpu(g) for g in sched.gpus}
-    spares = str(spares_each(cfg.device, sched.gpus, len(parts)))  # KBX_SPARES: a GPU's
+    env = {  # a GPU's spares and reference look-ahead, shared by the workers on it
+        "KBX_SPARES": str(spares_each(cfg.device, sched.gpus, len(parts))),
+        "KBX_AHEAD_BYTES": str(ahead_each(sched.gpus, len(parts))),
+    }
     ctx = mp.get_context("spawn")  # the parent may have a CUDA context: no fork
     todo: Any = ctx.Queue()
     done: Any = ctx.Queue()
     workers = [
         ctx.Process(
             target=serve,
-            args=(cfg, part, reserved, spares, crowded(parts, part), todo, done),
+            args=(cfg, part, reserved, env, crowded(parts, part), todo, done),
             name=f"kbx-worker-{w}",
         )
         for w, part in enumerate(parts)
@@ -96,6 +99,13 @@ def spares_each(device: str, gpus: list[int | None], workers: int) -> int:
     total = forkserver.spare_count(device)
     per_gpu = max(1, workers // max(1, len(gpus)))
     return max(MIN_SPARES, -(-total // per_gpu)) if total else 0
+
+
+def ahead_each(gpus: list[int | None], workers: int) -> int:
+    """A worker's part of its GPU's bytes of reference outputs computed ahead
+    (``reference.AHEAD_GPU_BYTES``, KBX_AHEAD_BYTES)."""
+    per_gpu = max(1, workers // max(1, len(gpus)))
+    return reference.ahead_budget() // per_gpu
 
 
 def collect(
@@ -149,14 +159,14 @@ def serve(
     cfg: EvalConfig,
     slots: list[int | None],
     reserved: dict[int | None, int | None],
-    spares: str,
+    env: dict[str, str],
     shares_gpu: bool,
     todo: Any,
     done: Any,
 ) -> None:
     """A worker process: a scheduler over its slots, one thread per slot taking candidates from
     ``todo`` until it reads a stop (``shares_gpu``: another worker has a slot on its GPU)."""
-    os.environ["KBX_SPARES"] = spares
+    os.environ.update(env)
     from kbx.runs import Scheduler
 
     sched = Scheduler(cfg, len(slots), list(dict.fromkeys(slots)))

@@ -32,7 +32,7 @@ def test_what_the_judge_needs_is_computed_once_and_leftovers_are_dropped(monkeyp
 
     monkeypatch.setattr(reference, "compute", compute)
     monkeypatch.setattr(reference, "_cache", {})  # nothing computed by earlier tests
-    monkeypatch.setattr(reference, "AHEAD_BYTES", float("inf"))
+    monkeypatch.setenv("KBX_AHEAD_BYTES", str(1 << 40))
     reference.prefetch(task, "cpu", None, None, timed=True)
     ahead = {k[2:] for k in reference._ahead if k[0] == task.id}
     want = {(k, i) for k in ("cases", "refill") for i in range(len(task.cases))}
@@ -42,6 +42,28 @@ def test_what_the_judge_needs_is_computed_once_and_leftovers_are_dropped(monkeyp
     assert calls.count(("timed_refill", 0)) == 1  # taken from the prefetch, not computed again
     reference.forget(task)
     assert not [k for k in reference._ahead if k[0] == task.id]
+
+
+def test_benchmark_cases_are_computed_ahead_only_within_the_byte_budget(monkeypatch):
+    task = find("LinearAlgebra/det")
+    sizes = [int(task.bytes_moved(c)) for c in task.bench]
+    release = threading.Event()
+
+    def compute(task, kind, index, device, lock=None):
+        release.wait(5)
+        return None, (kind, index)
+
+    monkeypatch.setattr(reference, "compute", compute)
+    monkeypatch.setattr(reference, "_cache", {})
+    monkeypatch.setenv("KBX_AHEAD_BYTES", str(sizes[0]))  # room for the first case only
+    reference.prefetch(task, "cpu", None, None, timed=True)
+    timed = {k[3] for k in reference._ahead if k[0] == task.id and k[2] == "timed_refill"}
+    assert timed == {0}
+    assert sum(reference._ahead_bytes.values()) == sizes[0]
+    release.set()
+    reference.expected(task, "timed_refill", 0, "cpu")
+    assert not reference._ahead_bytes  # taken: its bytes are free for the next task's cases
+    reference.forget(task)
 
 
 def test_a_failed_prefetch_is_computed_again_on_demand(monkeypatch):

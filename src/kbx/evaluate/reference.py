@@ -6,6 +6,7 @@ device and cached for the life of the run.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -41,32 +42,44 @@ EXACT = Tolerance(rtol=0.0, atol=0.0)
 # share one GIL, and at 16 (with 64 baseline threads) they starved the job threads' judging
 # (H200 x2, 2026-11-30: jobs waited up to 88 s for a reference)
 AHEAD_WORKERS = 4
-AHEAD_BYTES = 256 << 20  # benchmark cases moving at most this much are computed ahead (all the
-# linear-algebra ones, whose judge was slowest; larger outputs would wait on the GPU meanwhile)
+# Benchmark cases computed ahead, at most this many bytes (``Task.bytes_moved``) in flight on one
+# GPU, the workers of ``kbx.procs`` that share it together (each is told its part in
+# KBX_AHEAD_BYTES).  They were capped at 256 MB a case: 153 of the 184 tasks have a larger case,
+# and with four workers on one H200 the check of the last timed outputs, computed after the
+# timing, took 395 s of the run's 2,085 s of job time for them (2026-11-30).  A case that does
+# not fit when its task starts is computed when the judge needs it.
+AHEAD_GPU_BYTES = 16 << 30
 _ahead: dict[tuple[str, str, str, int], Future[tuple[Inputs, Any]]] = {}
+_ahead_bytes: dict[tuple[str, str, str, int], int] = {}  # reserved by a prefetched bench case
 _ahead_pool = ThreadPoolExecutor(AHEAD_WORKERS, thread_name_prefix="kbx-references")
+
+
+def ahead_budget() -> int:
+    """Bytes of benchmark cases this process may compute ahead at once (KBX_AHEAD_BYTES)."""
+    return int(os.environ.get("KBX_AHEAD_BYTES", AHEAD_GPU_BYTES))
 
 
 def prefetch(task: Task, device: str, lock: str | None, gpu: int | None, timed: bool) -> None:
     """Start computing what ``judge`` will need while the candidate runs: the correctness cases
-    and their refills (cached like any), and in a timed run each benchmark case that moves at
-    most AHEAD_BYTES, for the contents its last timed call gets (the case redrawn: see
-    ``benchtime.time_case``).  On the H200 the judge took a median 1.4 s a task after its child
+    and their refills (cached like any), and in a timed run each benchmark case for the contents
+    its last timed call gets (the case redrawn: see ``benchtime.time_case``), as far as
+    ``ahead_budget`` allows.  On the H200 the judge took a median 1.4 s a task after its child
     had finished, up to 25 s for linear-algebra tasks whose inputs are drawn in float64 on the
     CPU (2026-11-30).  ``expected`` takes a prefetched result when there is one; ``forget``
     drops what a task's judge did not use."""
-    wanted = [(k, i) for k in ("cases", "refill") for i in range(len(task.cases))]
+    wanted = [(k, i, 0) for k in ("cases", "refill") for i in range(len(task.cases))]
     if timed:
-        wanted += [
-            ("timed_refill", i)
-            for i, case in enumerate(task.bench)
-            if task.bytes_moved(case) <= AHEAD_BYTES
-        ]
-    for kind, index in wanted:
+        wanted += [("timed_refill", i, int(task.bytes_moved(c))) for i, c in enumerate(task.bench)]
+    budget = ahead_budget()
+    for kind, index, size in wanted:
         key = (task.id, device, kind, index)
         with _lock:
             if key in _ahead or key in _cache:
                 continue
+            if size and sum(_ahead_bytes.values()) + size > budget:
+                continue
+            if size:
+                _ahead_bytes[key] = size
             _ahead[key] = _ahead_pool.submit(compute_on, gpu, task, kind, index, device, lock)
 
 
@@ -82,6 +95,7 @@ def forget(task: Task) -> None:
     with _lock:
         for key in [k for k in _ahead if k[0] == task.id]:
             _ahead.pop(key).cancel()
+            _ahead_bytes.pop(key, None)
 
 
 def expected(
@@ -90,6 +104,7 @@ def expected(
     """Inputs and reference output of one case, prefetched (``prefetch``) or computed now."""
     with _lock:
         ahead = _ahead.pop((task.id, device, kind, index), None)
+        _ahead_bytes.pop((task.id, device, kind, index), None)
     # one still queued behind other tasks' is computed here instead (cancel() fails once started)
     if ahead is not None and not ahead.cancel():
         try:
