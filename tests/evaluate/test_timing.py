@@ -263,6 +263,62 @@ def test_the_probe_times_contents_never_seen_so_a_content_cache_shows(monkeypatc
     assert torch.equal(out[0], torch.rsqrt((a, b)[variant].args[0]))  # correct, only cached
 
 
+def test_the_probe_runs_in_the_seen_calls_buffers_where_contents_alternate(monkeypatch):
+    """With two contents the fresh calls use set 0, the buffers of the seen calls beside them
+    (a spare set's new memory ran honest kernels 2.1-2.3x slower on the H200); with one, a
+    spare set, so that a cache keyed on addresses misses there.  The probe comes before the
+    profiler pass, and the final call still sees the contents it is judged against."""
+    import torch
+
+    from kbx.evaluate import benchtime, runner, timing
+    from kbx.suite import find
+    from kbx.task import Inputs
+
+    monkeypatch.setattr(timing, "cuda_clock", lambda: lambda call: (call(), 1.0)[1])
+    monkeypatch.setattr(
+        timing, "warm_up", lambda calls, prepare=None, **k: timing.Warm(len(calls), False)
+    )
+    sets: list = []
+
+    def input_sets(inputs):
+        sets[:] = [(runner.clone(inputs.args), runner.clone(dict(inputs.kwargs))) for _ in "ab"]
+        return list(sets)
+
+    monkeypatch.setattr(benchtime, "input_sets", input_sets)
+    order: list[str] = []
+    monkeypatch.setattr(
+        benchtime, "profiler_ms", lambda calls, prepare: (order.append("profile"), 1.0)[1]
+    )
+    monkeypatch.setitem(benchtime.PROFILE, "on", True)
+    real_fresh = benchtime.fresh_ms
+
+    def fresh_ms(*args, **kwargs):
+        order.append("probe")
+        return real_fresh(*args, **kwargs)
+
+    monkeypatch.setattr(benchtime, "fresh_ms", fresh_ms)
+    probed: list[int] = []  # the buffers each fresh call got new contents in
+    scale = benchtime.scale_floats
+    monkeypatch.setattr(
+        benchtime, "scale_floats", lambda ts, f: (probed.append(ts[0].data_ptr()), scale(ts, f))
+    )
+    task = find("Math/rsqrt")
+    a = Inputs((torch.rand(64) + 0.5, None))
+    b = Inputs((torch.rand(64) + 2.0, None))
+    honest = lambda x, out=None: torch.rsqrt(x)  # noqa: E731
+    for alt in (b, None):
+        order.clear()
+        probed.clear()
+        _, out, variant = benchtime.time_case(task, task.cases[0], a, honest, alt, probe=True)
+        assert order == ["probe", "profile"]
+        own = {t[0][0].data_ptr() for t in sets}
+        if alt is not None:
+            assert set(probed) == {sets[0][0][0].data_ptr()}
+        else:
+            assert probed and not set(probed) & own
+        assert torch.equal(out[0], torch.rsqrt((a, b)[variant].args[0]))
+
+
 def test_keyword_tensors_get_their_own_copies_so_the_probe_leaves_the_case_alone(monkeypatch):
     """A tensor passed by keyword (a loss's class weights) is copied per input set like the
     positional ones: the probe's scaled contents never reach the case, and the final call's
