@@ -45,10 +45,12 @@ AHEAD_WORKERS = 4
 # Benchmark cases computed ahead, at most this many bytes (``Task.bytes_moved``) in flight on one
 # GPU, the workers of ``kbx.procs`` that share it together (each is told its part in
 # KBX_AHEAD_BYTES).  They were capped at 256 MB a case: 153 of the 184 tasks have a larger case,
-# and with four workers on one H200 the check of the last timed outputs, computed after the
-# timing, took 395 s of the run's 2,085 s of job time for them (2026-11-30).  A case that does
-# not fit when its task starts is computed when the judge needs it.
-AHEAD_GPU_BYTES = 16 << 30
+# whose timed outputs were checked after the timing, on the job's critical path.  With 16 GiB
+# (four workers on one H200, 2026-11-30, docs/validation/h200-2026-11-30j/) that check's share
+# of the job time fell from 458 s to 380 s, but the run's wall time did not move (145.7 s
+# against 146.5 s) and the GPU's memory peaked at 106 GiB of 140 (118 GiB with thread streams).
+# So 4 GiB: a case that does not fit when its task starts is computed when the judge needs it.
+AHEAD_GPU_BYTES = 4 << 30
 _ahead: dict[tuple[str, str, str, int], Future[tuple[Inputs, Any]]] = {}
 _ahead_bytes: dict[tuple[str, str, str, int], int] = {}  # reserved by a prefetched bench case
 _ahead_pool = ThreadPoolExecutor(AHEAD_WORKERS, thread_name_prefix="kbx-references")
