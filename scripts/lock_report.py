@@ -4,7 +4,8 @@ Usage: python scripts/lock_report.py RUN_DIR/gpu0.lock.log [SECONDS]
 Prints the share of the run in which the GPU was held exclusively, only shared, or by nothing
 logged, and in which a timing waited for shared holders to finish while newcomers queued behind
 it (the lock prefers writers); per mode and purpose, how many holds, their total and longest
-hold and the total wait before them; which shared holds the timings waited on; then the holds
+hold and the total wait before them; which shared holds the timings waited on (by purpose, then
+the 12 longest by what they were, task included); then the holds
 of the first SECONDS (default 60) of the run, in order, to show what a slow start queued
 behind.  Shared holds under 50 ms are not logged, so the shared share is a lower bound.
 Purposes: timing (a candidate's exclusive turn), eager/compile <task> (a baseline's timed
@@ -43,9 +44,10 @@ def shares(holds: pd.DataFrame) -> dict[str, float]:
     return {k: round(v / total, 3) for k, v in spent.items()} if total > 0 else spent
 
 
-def drained_behind(holds: pd.DataFrame) -> pd.Series:
-    """Seconds that timings waited, by the purpose of the shared hold they waited on: for each
-    exclusive wait, the shared hold overlapping it that ended last (the one it drained)."""
+def drained_behind(holds: pd.DataFrame, key: str = "purpose") -> pd.Series:
+    """Seconds that timings waited, by the ``key`` column (purpose, or ``what``: the task too)
+    of the shared hold they waited on: for each exclusive wait, the shared hold overlapping it
+    that ended last (the one it drained)."""
     began, ended = holds["t"] - holds["held_s"], holds["t"]
     sh = holds[holds["mode"] == "sh"].assign(began=began, ended=ended)
     blame: dict[str, float] = {}
@@ -56,7 +58,7 @@ def drained_behind(holds: pd.DataFrame) -> pd.Series:
             continue  # behind another timing, or holds too short to be logged
         last = over.sort_values("ended").iloc[-1]
         share = min(got, last["ended"]) - max(asked, last["began"])
-        blame[last["purpose"]] = blame.get(last["purpose"], 0.0) + share
+        blame[last[key]] = blame.get(last[key], 0.0) + share
     return pd.Series(blame, dtype=float).sort_values(ascending=False)
 
 
@@ -84,6 +86,8 @@ def main(path: str, first_s: str = "60") -> int:
     drained = drained_behind(holds)
     if not drained.empty:
         print("timings waited on shared holds of (s):", drained.round(1).to_dict())
+        by_what = drained_behind(holds, "what").head(12)
+        print("... the 12 holds they waited on longest (s):", by_what.round(1).to_dict())
     start = holds[holds["since_s"] <= float(first_s)].sort_values("since_s")
     print(f"\nholds that began in the first {first_s} s:")
     cols = ["since_s", "pid", "mode", "what", "waited_s", "held_s"]

@@ -10,6 +10,7 @@ from kbx.task import Tolerance
 from kbx.verdict import Reject, Verdict
 
 TOL = Tolerance(rtol=1e-5, atol=1e-6)
+EXACT = Tolerance(rtol=0.0, atol=0.0)
 
 
 def verdict_of(got, want, tol=TOL):
@@ -73,3 +74,18 @@ def test_complex_outputs_use_the_tolerance():
 
 def test_python_scalars_compare_as_tensors():
     assert verdict_of(2.0, torch.tensor(2.0))[0] == Verdict.PASSED
+
+
+def test_structure_alone_against_meta_tensors():
+    """``values=False`` (a property checker judges the values): shapes, dtypes and sequence
+    lengths still count, against the meta tensors of ``reference.output_structure``."""
+    want = (torch.empty(3, 4, device="meta"), torch.empty(4, dtype=torch.int64, device="meta"))
+    compare((torch.full((3, 4), float("nan")), torch.arange(4)), want, EXACT, values=False)
+    for got, verdict in (
+        ((torch.zeros(3, 5), torch.arange(4)), Verdict.WRONG_SHAPE),
+        ((torch.zeros(3, 4), torch.arange(4, dtype=torch.int32)), Verdict.WRONG_DTYPE),
+        ((torch.zeros(3, 4),), Verdict.WRONG_SHAPE),
+    ):
+        with pytest.raises(Reject) as caught:
+            compare(got, want, EXACT, values=False)
+        assert caught.value.verdict == verdict

@@ -19,7 +19,7 @@ import torch
 
 from kbx import procs
 from kbx.candidate import Candidate, read_source
-from kbx.evaluate import cores, gpuops, gpuwait, perf
+from kbx.evaluate import cores, gpuops, gpuwait, perf, reference
 from kbx.evaluate.pipeline import EvalConfig, evaluate
 from kbx.result import Result
 from kbx.store import Store, export
@@ -100,6 +100,7 @@ class Scheduler:
         # reference threads at once while others dispatched, crashed the process (segfault,
         # 2026-11-30).  The fork server does the same for its children.
         gpuops.preload()
+        reference.preload()  # likewise for fake tensors (the judge's output structures)
         gpuops.use_thread_streams(self.cfg.thread_streams)
         gpuwait.asleep()  # its threads wait for the GPU without spinning a core each
         if reserved is None:

@@ -3,8 +3,12 @@ on demand."""
 
 import threading
 
+import pytest
+import torch
+
 from kbx.evaluate import reference
 from kbx.suite import find
+from kbx.verdict import Reject, Verdict
 
 
 def test_prefetched_outputs_are_the_ones_computed_on_demand(monkeypatch):
@@ -99,3 +103,47 @@ def test_the_judge_tells_how_long_each_kind_of_output_took():
     spent: dict[str, float] = {}
     reference.judge(task, outputs, "cpu", None, spent)
     assert set(spent) == {"cases"} and spent["cases"] > 0
+
+
+def test_checked_tasks_output_structures_match_their_references():
+    """For every task judged by a property checker, the structure worked out on fake tensors
+    (what the judge uses at benchmark sizes instead of running the reference) is the
+    reference's own on each correctness case, or None where the reference reads values (the
+    reference then runs)."""
+    from kbx.suite import select
+
+    checked = [t for t in select() if t.check is not None]
+    worked = 0
+    for task in checked:
+        for i, case in enumerate(task.cases):
+            inputs = task.make_inputs(case, "cpu")
+            got = reference.output_structure(task, inputs)
+            if got is None:
+                continue
+            want = reference.run_reference(task, inputs, case.torch_seed, "cpu")
+            assert structure(got) == structure(want), (task.id, i)
+            worked += 1
+    assert worked >= 0.9 * sum(len(t.cases) for t in checked)
+
+
+def structure(x):
+    if isinstance(x, tuple | list):
+        return tuple(structure(v) for v in x)
+    if isinstance(x, torch.Tensor):
+        return tuple(x.shape), x.dtype
+    return x
+
+
+def test_a_checked_benchmark_case_is_judged_without_running_the_reference(monkeypatch):
+    task = find("LinearAlgebra/svd")
+
+    def no_run(*args, **kwargs):
+        raise AssertionError("the reference ran")
+
+    monkeypatch.setattr(reference, "run_reference", no_run)
+    inputs, want = reference.compute(task, "timed", 0, "cpu")
+    assert all(t.device.type == "meta" for t in want)
+    u, s, vh = (torch.empty(t.shape, dtype=t.dtype) for t in want)
+    with pytest.raises(Reject) as caught:  # the structure is still demanded
+        reference.verdict_on(task, inputs, want, [(u, s[..., :-1], vh)])
+    assert caught.value.verdict == Verdict.WRONG_SHAPE

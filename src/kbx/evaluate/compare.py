@@ -22,8 +22,11 @@ def as_tensor(x: Any) -> Any:
     return x
 
 
-def compare(got: Any, want: Any, tol: Tolerance, where: str = "output") -> None:
-    """Raise ``Reject`` unless ``got`` matches ``want`` in structure, shape, dtype and values."""
+def compare(
+    got: Any, want: Any, tol: Tolerance, where: str = "output", values: bool = True
+) -> None:
+    """Raise ``Reject`` unless ``got`` matches ``want`` in structure, shape, dtype and (unless
+    ``values`` is False: ``want`` may then be a meta tensor) values."""
     got, want = as_tensor(got), as_tensor(want)
     if isinstance(want, tuple | list):
         if not isinstance(got, tuple | list) or len(got) != len(want):
@@ -32,7 +35,7 @@ def compare(got: Any, want: Any, tol: Tolerance, where: str = "output") -> None:
                 f"{where}: expected a sequence of {len(want)} outputs, got {describe(got)}",
             )
         for i, (g, w) in enumerate(zip(got, want, strict=True)):
-            compare(g, w, tol, f"{where}[{i}]")
+            compare(g, w, tol, f"{where}[{i}]", values)
         return
     if want is None:
         if got is not None:
@@ -46,6 +49,8 @@ def compare(got: Any, want: Any, tol: Tolerance, where: str = "output") -> None:
         )
     if got.dtype != want.dtype:
         raise Reject(Verdict.WRONG_DTYPE, f"{where}: dtype {got.dtype}, expected {want.dtype}")
+    if not values:
+        return
     reason = value_mismatch(got, want, tol)
     if reason:
         raise Reject(Verdict.MISMATCH, f"{where}: {reason}")

@@ -77,8 +77,8 @@ def measure(
     return Timing(statistics.median(times), lo, hi, min(times), len(times))
 
 
-# Warm-up wall time after every set's first call.  It was 25 ms: a third of a typical case's
-# exclusive turn on the H200 (51 ms for cases of 10 repetitions, 2026-11-30), though a candidate
+# Warm-up wall time after every set's first call.  It was 25 ms: two fifths of a typical case's
+# exclusive turn on the H200 (60 ms for cases of 10 repetitions, 2026-11-30), though a candidate
 # has made its correctness and benchmark calls before its timing, and a baseline warms up under
 # the shared lock.
 WARM_MS = 10.0
