@@ -107,3 +107,20 @@ def test_parameters_match_the_release_except_documented_redesigns():
     assert changed == CHANGED_PARAMETERS
     notes = (ROOT / "docs" / "design" / "task-changes.md").read_text()
     assert all(task_id.split("/")[1] in notes for task_id in CHANGED_PARAMETERS)
+
+
+def test_fused_mul_add_dropout_bmm_recovers_what_pinv_does():
+    """Its check recovers the dropped log-softmax through a Cholesky factor of mat2's Gram
+    matrix instead of pinv's SVD (seconds a call on the GPU at benchmark sizes)."""
+    import importlib
+
+    import torch
+
+    task = find("Fusion/fused_mul_add_logsoftmax_dropout_bmm")
+    module = importlib.import_module("kbx.tasks.Fusion.fused_mul_add_logsoftmax_dropout_bmm")
+    for case in task.cases:
+        inputs = task.make_inputs(case, "cpu")
+        m = inputs.args[3].double()
+        y = torch.randn(*m.shape[:1], case.shape[1], m.shape[1], dtype=torch.float64) @ m
+        want = y @ torch.linalg.pinv(m)
+        assert torch.allclose(module.recover(y, m), want, rtol=1e-10, atol=1e-12)

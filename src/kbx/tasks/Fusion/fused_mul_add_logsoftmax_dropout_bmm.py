@@ -44,6 +44,16 @@ def make_inputs(case: Case, device: str) -> Inputs:
     return Inputs((x1, x2, other, mat2), {"training": True, **q})
 
 
+def recover(y: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+    """Y pinv(M) for M of full row rank: Y M^T (M M^T)^-1, through a Cholesky factor of the
+    (D, D) Gram matrix (M is drawn normal with P >= 1.5 D: its condition number stays near 10).
+    pinv's SVD of the (D, P) float64 matrices took seconds a call at benchmark sizes, on the
+    GPU under the shared lock, with every timing there waiting behind it (H200, 2026-11-30)."""
+    mt = m.transpose(-1, -2)
+    factor = torch.linalg.cholesky(m @ mt)
+    return torch.cholesky_solve((y @ mt).transpose(-1, -2), factor).transpose(-1, -2)
+
+
 def check(inputs: Inputs, got: torch.Tensor) -> str | None:
     """Recover the mask from Y (mat2 has full row rank: C = Y pinv(mat2) is the dropped
     log-softmax), then demand Y = (mask * L / (1-p)) @ mat2 with everything in float64."""
@@ -55,7 +65,7 @@ def check(inputs: Inputs, got: torch.Tensor) -> str | None:
     g = got.to(m.device).double()
     if not torch.isfinite(g).all():
         return "the output has NaN or Inf"
-    c = g @ torch.linalg.pinv(m)  # (B, N, D): the kept values or 0
+    c = recover(g, m)  # (B, N, D): the kept values or 0
     keep = c / kept > 0.5
     d = torch.where(keep, kept, 0.0)
     want = d @ m
