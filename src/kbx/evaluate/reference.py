@@ -158,9 +158,10 @@ def output_structure(task: Task, inputs: Inputs) -> Any | None:
     parent's GPU holds on the H200: linear-algebra references of 0.4-3 s each, which every
     timing that came meanwhile waited for with the GPU's newcomers held back behind it (29 s
     of the 49 s of drains in a warm run, by the shared hold that ended last, were behind
-    checks of linear-algebra tasks with a property checker, 2026-11-30, docs/validation/h200-2026-11-30j/
-    call 2, ``scripts/lock_report.py``).  ``tests/evaluate/test_reference.py`` checks the
-    structure against the reference's own on every checked task's correctness cases."""
+    checks of linear-algebra tasks with a property checker, 2026-11-30,
+    docs/validation/h200-2026-11-30j/ call 2, ``scripts/lock_report.py``).
+    ``tests/evaluate/test_reference.py`` checks the structure against the reference's own on
+    every checked task's correctness cases."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     try:
