@@ -86,6 +86,7 @@ def one_run(out: Path, cache: Path, args: argparse.Namespace, profile: bool = Fa
     )
     gpus = gpu_list(args)
     shutil.rmtree(out, ignore_errors=True)  # a store left by an earlier run would be resumed
+    began_utc = time.strftime("%H:%M:%S", time.gmtime())  # to line up with nvidia-smi's samples
     started, cpu_before = time.monotonic(), cpu_times()
     parent_before, workers_before = own_cpu_s(), perf.WORKER_CPU_S[0]
     done: dict[str, Any] = {"n": 0, "baselines": 0, "baselines_s": None}
@@ -131,7 +132,11 @@ def one_run(out: Path, cache: Path, args: argparse.Namespace, profile: bool = Fa
         "baseline_workers": round(perf.WORKER_CPU_S[0] - workers_before, 1),
         "parent": round(own_cpu_s() - parent_before, 1),
     }
-    print(f"{out.name}: {wall:.1f} s wall, {summary['counts']}, cores busy {cpu_busy}", flush=True)
+    print(
+        f"{out.name}: {wall:.1f} s wall, {summary['counts']}, cores busy {cpu_busy} "
+        f"({began_utc}-{time.strftime('%H:%M:%S', time.gmtime())} UTC)",
+        flush=True,
+    )
     if args.keep:  # what held the GPU lock (scripts/lock_report.py)
         for log in out.glob("gpu*.lock.log"):
             args.keep.mkdir(parents=True, exist_ok=True)

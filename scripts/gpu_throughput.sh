@@ -30,8 +30,10 @@
 # halves of one host (OUT apart too); both share the baseline cache and the kernels.
 # Each step writes to $OUT (at most 8 files): its log (ending with the baselines' and the
 # candidates' timing drift against the committed reference run), the figures JSON, each run's
-# records (also of a run cut off by LIMIT, read from its store), the baseline cache, and
-# $STEP-locks.tgz with the GPU lock's report and raw hold logs of the first run.
+# records (also of a run cut off by LIMIT, read from its store), the baseline cache,
+# $STEP-locks.tgz with the GPU lock's report and raw hold logs of the first run, and
+# $STEP-smi.csv with the GPUs' utilisation and memory each second (SMI=0: none; the harness
+# logs each run's start and end, so the two line up by time).
 set -uo pipefail
 STEP=${1:?usage: gpu_throughput.sh cold|warm|x2cold|x2}
 OUT=${OUT:-gpu-out}; LIMIT=${LIMIT:-570}; JOBS=${JOBS:-16}; GPUS=${GPUS:-0}
@@ -67,9 +69,15 @@ if [ "${SEED:-1}" = 1 ]; then  # job times of earlier H200 runs, for the longest
 fi
 pin=(); [ -n "${CPUS:-}" ] && pin=(taskset -c "$CPUS")
 start=$(date +%s)
+smi=""  # SMI=1 (the default): each GPU's utilisation and memory every second, time-stamped
+if [ "${SMI:-1}" = 1 ] && command -v nvidia-smi > /dev/null; then
+  nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used --format=csv,noheader \
+    -lms 1000 > "$OUT/$STEP-smi.csv" 2>&1 & smi=$!
+fi
 timeout "$LIMIT" "${pin[@]}" python3 benchmarks/harness_throughput.py "${common[@]}" "${args[@]}" \
   >> "$OUT/$STEP-log.txt" 2>&1
 echo "exit $? after $(( $(date +%s) - start )) s" >> "$OUT/$STEP-log.txt"
+[ -n "$smi" ] && kill "$smi" 2>/dev/null
 for run in "${runs[@]}"; do  # records, also of a run the time limit stopped
   python3 scripts/save_records.py "$work/$run" "$OUT/$STEP-$run.jsonl" >> "$OUT/$STEP-log.txt" 2>&1
 done
