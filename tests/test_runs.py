@@ -61,7 +61,7 @@ def test_baselines_first_measures_each_task_once_before_any_candidate(monkeypatc
             raise RuntimeError("eager failed")  # left to the task's job, which reports it
 
     monkeypatch.setattr(runs.perf, "baseline_ms", fake_baselines)
-    monkeypatch.setattr(runs.perf, "on_gpu", lambda gpu: nullcontext())  # no GPU here
+    monkeypatch.setattr(runs.perf, "on_device", lambda gpu: nullcontext())  # no GPU here
     monkeypatch.setattr(runs, "evaluate", lambda c, cfg: events.append(("job", c.task_id)))
     cfg = EvalConfig(device="cuda", run_dir=Path("/tmp/kbx-run"), baselines_first=True)
     tasks = ["Activation/gelu", "Math/add", "Activation/gelu", "Loss/kl_div", "Math/sub"]
@@ -93,7 +93,7 @@ def test_the_baselines_stage_measures_as_many_tasks_at_once_as_it_is_told(monkey
             busy[0] -= 1
 
     monkeypatch.setattr(runs.perf, "baseline_ms", fake_baselines)
-    monkeypatch.setattr(runs.perf, "on_gpu", lambda gpu: nullcontext())
+    monkeypatch.setattr(runs.perf, "on_device", lambda gpu: nullcontext())
     ids = ["Activation/gelu", "Math/add", "Loss/kl_div", "Math/sub", "Reduce/sum", "Math/abs"]
     cfg = EvalConfig(device="cuda", baselines_first=True, baseline_workers=2)
     runs.Scheduler(cfg, jobs=1, gpus=[0]).baselines(ids)

@@ -12,7 +12,8 @@ timing cores (a worker adopts them), the baselines-first stage, the store.
 A worker that dies takes its running candidates with it: each becomes a ``harness_error``; the
 others go on with the rest of the queue.  Workers that share a GPU hand their cached GPU memory
 back after each candidate: each process keeps its own cached blocks, and two or four workers on
-one H200 ran it out of memory (2026-11-30; the fix is not yet run on a GPU).
+one H200 ran it out of memory (2026-11-30); with it four workers on one H200 passed 184 of 184
+(docs/validation/h200-2026-11-30j/).
 """
 
 from __future__ import annotations
@@ -97,15 +98,18 @@ def spares_each(device: str, gpus: list[int | None], workers: int) -> int:
     four workers on one H200, most children made their own CUDA context (135 s of job time,
     2026-11-30)."""
     total = forkserver.spare_count(device)
-    per_gpu = max(1, workers // max(1, len(gpus)))
-    return max(MIN_SPARES, -(-total // per_gpu)) if total else 0
+    return max(MIN_SPARES, -(-total // per_gpu(gpus, workers))) if total else 0
 
 
 def ahead_each(gpus: list[int | None], workers: int) -> int:
     """A worker's part of its GPU's bytes of reference outputs computed ahead
     (``reference.AHEAD_GPU_BYTES``, KBX_AHEAD_BYTES)."""
-    per_gpu = max(1, workers // max(1, len(gpus)))
-    return reference.ahead_budget() // per_gpu
+    return reference.ahead_budget() // per_gpu(gpus, workers)
+
+
+def per_gpu(gpus: list[int | None], workers: int) -> int:
+    """The workers that share each GPU (``split_slots`` gives every GPU as many)."""
+    return max(1, workers // max(1, len(gpus)))
 
 
 def collect(

@@ -108,7 +108,10 @@ def use_thread_streams(on: bool) -> None:
     """In the trusted process (the parent, a worker of ``kbx.procs``): each thread's GPU work on
     a stream of its own (``on_device``), and a hold's end waits for that stream only.
 
-    Not yet measured (2026-11-30).  One process's job threads otherwise share the default
+    Off by default: on an H200 (docs/validation/h200-2026-11-30j/) four workers with it took
+    137.3 s once, then 152.7 s and 150.9 s, against 145.7 s without: no reliable gain, and each
+    stream caches its own blocks (a worker per GPU on two H200s ran out of memory with it).
+    Why it was tried: one process's job threads otherwise share the default
     stream: a thread's kernels queue behind every other thread's, and each hold's end
     (``torch.cuda.synchronize``) waits for all of them.  On an H200, checks took a median
     2.4 s a task with 16 job threads in one process and 0.29 s with four processes of four

@@ -26,7 +26,7 @@ from typing import Any
 from kbx.evaluate import compile_pool, cores
 from kbx.evaluate.benchtime import suspect
 from kbx.evaluate.gpulock import exclusive
-from kbx.evaluate.runner import on_gpu
+from kbx.evaluate.gpuops import on_device
 from kbx.evaluate.sandbox import KBX_PATH, visible_gpu
 from kbx.hardware import Peaks, fingerprint, load_peaks
 from kbx.result import CaseTiming, geometric_mean
@@ -206,7 +206,7 @@ def fetch_quietly(
 ) -> None:
     """``baseline_ms`` on the job's GPU, ahead of the call that needs the numbers: a failure is
     left for that call to raise (and report against the task)."""
-    with on_gpu(gpu), contextlib.suppress(Exception):
+    with on_device(gpu), contextlib.suppress(Exception):
         baseline_ms(task, kinds, lock_path, cache, gpu)
 
 

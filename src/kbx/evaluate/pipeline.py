@@ -12,7 +12,7 @@ from typing import Any
 from kbx.candidate import Candidate
 from kbx.evaluate import cores, perf, reference
 from kbx.evaluate.gpulock import waited_s
-from kbx.evaluate.runner import on_gpu
+from kbx.evaluate.gpuops import on_device
 from kbx.evaluate.sandbox import Limits, SandboxConfig, run_child
 from kbx.hardware import fingerprint
 from kbx.result import Result
@@ -73,7 +73,7 @@ class EvalConfig:
 
     def device_context(self) -> contextlib.AbstractContextManager[Any]:
         """The parent's own GPU work (references, baselines) on the job's GPU."""
-        return on_gpu(self.gpu if self.device == "cuda" else None)
+        return on_device(self.gpu if self.device == "cuda" else None)
 
 
 def evaluate(candidate: Candidate, cfg: EvalConfig) -> Result:

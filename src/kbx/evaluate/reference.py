@@ -17,12 +17,11 @@ from torch.utils._pytree import tree_leaves, tree_map
 
 from kbx.evaluate.compare import compare
 from kbx.evaluate.gpulock import waited_s
-from kbx.evaluate.gpuops import gpu_ops_locked
+from kbx.evaluate.gpuops import gpu_ops_locked, on_device
 from kbx.evaluate.runner import (
     detached,
     fresh_arguments,
     full_fp32,
-    on_gpu,
     refill_case,
     to_cpu,
 )
@@ -89,7 +88,7 @@ def prefetch(task: Task, device: str, lock: str | None, gpu: int | None, timed: 
 def compute_on(
     gpu: int | None, task: Task, kind: str, index: int, device: str, lock: str | None
 ) -> tuple[Inputs, Any]:
-    with on_gpu(gpu):
+    with on_device(gpu):
         return compute(task, kind, index, device, lock)
 
 

@@ -17,7 +17,6 @@ from typing import Any, Protocol
 
 import torch
 
-from kbx.evaluate import gpuops
 from kbx.evaluate.gpulock import shared
 from kbx.evaluate.launches import LaunchCounter
 from kbx.task import Case, Inputs, Task
@@ -97,12 +96,6 @@ def same_layout(a: Inputs, b: Inputs) -> bool:
         return repr(x)
 
     return layout((a.args, dict(a.kwargs))) == layout((b.args, dict(b.kwargs)))
-
-
-def on_gpu(gpu: int | None) -> AbstractContextManager[Any]:
-    """GPU work of the parent's threads (references, baselines) on a job's GPU, if it has one
-    (``gpuops.on_device``)."""
-    return gpuops.on_device(gpu)
 
 
 def full_fp32() -> None:
