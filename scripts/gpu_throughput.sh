@@ -38,7 +38,8 @@ set -uo pipefail
 STEP=${1:?usage: gpu_throughput.sh cold|warm|x2cold|x2}
 OUT=${OUT:-gpu-out}; LIMIT=${LIMIT:-570}; JOBS=${JOBS:-16}; GPUS=${GPUS:-0}
 mkdir -p "$OUT" runs/tp
-export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1
+# SRC (default src) is the kbx source tree to run: a variant's copy beside the committed one
+export PYTHONPATH=${SRC:-$PWD/src} PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1
 bash scripts/gpu_env.sh > "$OUT/env-$STEP.txt" 2>&1
 TAG=${TAG:-}; work=runs/tp/work$TAG  # TAG: a variant's own folders and figures, beside others
 common=(--jobs "$JOBS" --work "$work" --cache runs/tp --triton-cache "$PWD/runs/tp/tc"

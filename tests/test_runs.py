@@ -80,6 +80,40 @@ def test_baselines_first_measures_each_task_once_before_any_candidate(monkeypatc
     assert [e[0] for e in events] == ["job"] * 5  # by default each job's own prefetch does it
 
 
+def test_worker_processes_start_before_the_parents_set_up_and_stop_if_it_fails(monkeypatch):
+    """With several worker processes, they start first, so that their imports and fork servers
+    overlap the parent's set-up and baselines stage; a failure there stops them."""
+    events = []
+
+    class FakeWorkers:
+        def __init__(self, sched):
+            events.append("workers")
+
+        def results(self, candidates):
+            events.append("candidates")
+            yield from ()
+
+        def stop(self):
+            events.append("stopped")
+
+    monkeypatch.setattr(runs.procs, "Workers", FakeWorkers)
+    monkeypatch.setattr(runs.Scheduler, "prepare", lambda self: events.append("prepare"))
+    monkeypatch.setattr(runs.Scheduler, "baselines", lambda self, ids, cb: events.append("base"))
+    cfg = EvalConfig(device="cuda", run_dir=Path("/tmp/kbx-run"), baselines_first=True)
+    sched = runs.Scheduler(cfg, jobs=4, gpus=[0, 1], procs=2)
+    list(sched.run([Candidate("s", "Math/add", "x")]))
+    assert events == ["workers", "prepare", "base", "candidates"]
+
+    def failing(self, ids, cb):
+        raise RuntimeError("stage failed")
+
+    events.clear()
+    monkeypatch.setattr(runs.Scheduler, "baselines", failing)
+    with pytest.raises(RuntimeError):
+        list(sched.run([Candidate("s", "Math/add", "x")]))
+    assert events == ["workers", "prepare", "stopped"]
+
+
 def test_the_baselines_stage_measures_as_many_tasks_at_once_as_it_is_told(monkeypatch):
     busy, most = [0], [0]
     guard = threading.Lock()

@@ -50,37 +50,58 @@ def split_slots(gpus: list[int | None], jobs: int, procs: int) -> list[list[int 
     return [part for w in range(procs) if (part := slots[w::procs])]
 
 
-def run(sched: Scheduler, candidates: Iterable[Candidate]) -> Iterator[tuple[Candidate, Result]]:
-    """The candidates' results as they finish, evaluated by ``sched.procs`` worker processes."""
-    todo_list = list(candidates)
-    parts = split_slots(sched.gpus, sched.jobs, sched.procs)
-    cfg = replace(sched.cfg, check_threads=max(1, sched.check_threads() // len(parts)))
-    reserved = {g: cores.for_gpu(g) for g in sched.gpus}
-    env = {  # a GPU's spares and reference look-ahead, shared by the workers on it
-        "KBX_SPARES": str(spares_each(cfg.device, sched.gpus, len(parts))),
-        "KBX_AHEAD_BYTES": str(ahead_each(sched.gpus, len(parts))),
-    }
-    ctx = mp.get_context("spawn")  # the parent may have a CUDA context: no fork
-    todo: Any = ctx.Queue()
-    done: Any = ctx.Queue()
-    workers = [
-        ctx.Process(
-            target=serve,
-            args=(cfg, part, reserved, env, crowded(parts, part), todo, done),
-            name=f"kbx-worker-{w}",
-        )
-        for w, part in enumerate(parts)
-    ]
-    for w in workers:
-        w.start()
-    try:
-        for item in enumerate(todo_list):
-            todo.put(item)
-        for _ in range(sched.jobs):  # one stop per job thread, after every candidate
-            todo.put(None)
-        yield from collect(todo_list, cfg.device, workers, done)
-    finally:
-        for w in workers:
+class Workers:
+    """A run's worker processes, started ahead of its candidates: their imports, preloads and
+    fork servers (several seconds each) overlap the parent's own set-up and baselines stage,
+    and the candidates follow through ``results``."""
+
+    def __init__(self, sched: Scheduler) -> None:
+        self.sched = sched
+        parts = split_slots(sched.gpus, sched.jobs, sched.procs)
+        cfg = replace(sched.cfg, check_threads=max(1, sched.check_threads() // len(parts)))
+        self.device = cfg.device
+        reserved = {g: cores.for_gpu(g) for g in sched.gpus}
+        env = {  # a GPU's spares and reference look-ahead, shared by the workers on it
+            "KBX_SPARES": str(spares_each(cfg.device, sched.gpus, len(parts))),
+            "KBX_AHEAD_BYTES": str(ahead_each(sched.gpus, len(parts))),
+        }
+        ctx = mp.get_context("spawn")  # the parent may have a CUDA context: no fork
+        self.todo: Any = ctx.Queue()
+        self.done: Any = ctx.Queue()
+        self.stopped = False
+        self.procs = [
+            ctx.Process(
+                target=serve,
+                args=(cfg, part, reserved, env, crowded(parts, part), self.todo, self.done),
+                name=f"kbx-worker-{w}",
+            )
+            for w, part in enumerate(parts)
+        ]
+        for w in self.procs:
+            w.start()
+
+    def results(self, candidates: Iterable[Candidate]) -> Iterator[tuple[Candidate, Result]]:
+        """The candidates' results as they finish; the workers end after the last."""
+        try:
+            todo_list = list(candidates)
+            for item in enumerate(todo_list):
+                self.todo.put(item)
+            self.send_stops()  # one per job thread, after every candidate
+            yield from collect(todo_list, self.device, self.procs, self.done)
+        finally:
+            self.stop()
+
+    def send_stops(self) -> None:
+        if not self.stopped:
+            self.stopped = True
+            for _ in range(self.sched.jobs):
+                self.todo.put(None)
+
+    def stop(self) -> None:
+        """Workers end once their job threads have read a stop (sent here if the run ended
+        before its candidates were queued), or are killed after 30 s."""
+        self.send_stops()
+        for w in self.procs:
             w.join(timeout=30)
             if w.is_alive():
                 w.kill()

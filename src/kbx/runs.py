@@ -19,7 +19,7 @@ import torch
 
 from kbx import procs
 from kbx.candidate import Candidate, read_source
-from kbx.evaluate import cores, gpuops, gpuwait, perf, reference
+from kbx.evaluate import cores, gpuops, gpuwait, perf, reference, sandbox
 from kbx.evaluate.pipeline import EvalConfig, evaluate
 from kbx.result import Result
 from kbx.store import Store, export
@@ -74,12 +74,21 @@ class Scheduler:
     ) -> Iterator[tuple[Candidate, Result]]:
         """Results as the candidates finish; with ``cfg.baselines_first``, after every baseline
         their tasks lack has been measured (``on_baseline(task_id, left)`` after each task)."""
-        self.prepare()
-        if self.cfg.timed and self.cfg.baselines_first:
-            candidates = list(candidates)
-            self.baselines([c.task_id for c in candidates], on_baseline)
-        if self.procs > 1:
-            yield from procs.run(self, candidates)
+        workers = None
+        if self.procs > 1:  # started first: their set-up overlaps this process's
+            self.reserve()
+            workers = procs.Workers(self)
+        try:
+            self.prepare()
+            if self.cfg.timed and self.cfg.baselines_first:
+                candidates = list(candidates)
+                self.baselines([c.task_id for c in candidates], on_baseline)
+        except BaseException:
+            if workers is not None:
+                workers.stop()
+            raise
+        if workers is not None:
+            yield from workers.results(candidates)
             return
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
             pending: dict[Future[Result], Candidate] = {}
@@ -95,6 +104,8 @@ class Scheduler:
         ``reserved`` timing cores instead of reserving its own."""
         if not self.cfg.device.startswith("cuda"):
             return
+        if self.procs == 1 or reserved is not None:  # a process that runs children
+            sandbox.start_server(self.cfg.sandbox())
         # Before any thread: the first operation under a dispatch mode imports torch._dynamo and
         # more, which register operators; on the H200 (torch 2.11) that import, begun by 16
         # reference threads at once while others dispatched, crashed the process (segfault,
@@ -104,12 +115,17 @@ class Scheduler:
         gpuops.use_thread_streams(self.cfg.thread_streams)
         gpuwait.asleep()  # its threads wait for the GPU without spinning a core each
         if reserved is None:
-            cores.reserve(self.gpus)  # a core per GPU for its timing turns, the rest for all else
+            self.reserve()
         else:
             cores.adopt(reserved)
         torch.set_num_threads(self.check_threads())
         for gpu in self.gpus:
             cores.register(self.lock(gpu), cores.for_gpu(gpu))
+
+    def reserve(self) -> None:
+        """A core per GPU for its timing turns, the rest for all else (before any worker
+        process starts: it runs on the rest)."""
+        cores.reserve(self.gpus)
 
     def baselines(
         self, task_ids: list[str], on_baseline: Callable[[str, int], None] | None = None

@@ -41,6 +41,48 @@ def test_a_waiting_timing_goes_before_later_shared_holders(tmp_path):
     assert order == ["reader 1 out", "timing", "reader 2"]
 
 
+def test_timings_queued_during_a_drain_run_as_one_batch(tmp_path):
+    """Two timings that queue while a shared hold drains both go before a shared holder that
+    queued between them: one drain serves both, and the later timing does not wait for a second
+    drain behind the newcomer."""
+    lock = str(tmp_path / "gpu0.lock")
+    order = []
+    first_in, go = threading.Event(), threading.Event()
+
+    def first_reader():
+        with shared(lock):
+            first_in.set()
+            go.wait(5)
+            time.sleep(0.3)  # both timings and reader 2 are queued by now
+            order.append("reader 1 out")
+
+    def timing(delay):
+        first_in.wait(5)
+        time.sleep(delay)
+        with exclusive(lock):
+            order.append("timing")
+            time.sleep(0.05)
+
+    def late_reader():
+        first_in.wait(5)
+        time.sleep(0.1)  # after timing 1, before timing 2
+        with shared(lock):
+            order.append("reader 2")
+
+    threads = [
+        threading.Thread(target=first_reader),
+        threading.Thread(target=timing, args=(0.0,)),
+        threading.Thread(target=late_reader),
+        threading.Thread(target=timing, args=(0.2,)),
+    ]
+    for t in threads:
+        t.start()
+    go.set()
+    for t in threads:
+        t.join(10)
+    assert order == ["reader 1 out", "timing", "timing", "reader 2"]
+
+
 def test_shared_holders_overlap_and_nesting_takes_nothing(tmp_path):
     lock = str(tmp_path / "gpu0.lock")
     inside = []

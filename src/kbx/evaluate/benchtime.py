@@ -139,13 +139,16 @@ def fresh_ms(
     of ``seen``'s calls (one of the timed calls, with its prepare), made one before and one
     after each round's fresh calls.
 
-    FRESH_CALLS calls a round; while the round still looks like reuse (``suspect``), another
-    round on new contents, up to PROBE_ROUNDS.  A stall of the GPU, or of the host, during a
-    round slows the seen calls beside the fresh ones, and one that does not come back is left
-    behind by the next round (an honest tanh's probe once read 13x its timed median on the
-    H200, 4 times in 170 timings of 2026-11-30; three reference solutions' 2.3-5.5x with every
-    core busy in a cold run); a cache keyed on contents misses every fresh call and hits
-    every seen one."""
+    FRESH_CALLS calls a round.  The first round alone, when it is not far slower than the
+    timed calls (``seen`` is not called then, and comes back None: the seen calls were 2 of the
+    probe's 4 calls a round, and the probe 9 s of the 44 s of timing turns in a warm H200 run,
+    2026-11-30).  Otherwise, while the round still looks like reuse (``suspect``), another
+    round on new contents flanked by seen calls, up to PROBE_ROUNDS more.  A stall of the GPU,
+    or of the host, during a round slows the seen calls beside the fresh ones, and one that does
+    not come back is left behind by the next round (an honest tanh's probe once read 13x its
+    timed median on the H200, 4 times in 170 timings of 2026-11-30; three reference solutions'
+    2.3-5.5x with every core busy in a cold run); a cache keyed on contents misses every fresh
+    call and hits every seen one."""
     args, kwargs = buffers if buffers is not None else fresh_arguments(inputs)
     spare, source = (args, list(kwargs.values())), (inputs.args, list(inputs.kwargs.values()))
 
@@ -155,16 +158,21 @@ def fresh_ms(
     def seen_once() -> float:
         return clock.time_fixed(seen[0], seen[1], 1) if seen is not None else math.inf
 
-    best, seen_best = math.inf, math.inf
-    for r in range(PROBE_ROUNDS):
-
-        def fresh(k: int, r: int = r) -> None:
+    def fresh_round(r: int) -> float:
+        def fresh(k: int) -> None:
             restore(spare, source)
             scale_floats(leaves(spare), 1.0 - (r * FRESH_CALLS + k + 1) * FRESH_STEP)
             torch.manual_seed(seed)
 
+        return clock.time_fixed(call, fresh, FRESH_CALLS)
+
+    best = fresh_round(0)
+    if not looks_reused(timed_ms, best):  # as fast as the timed calls: nothing to tell apart
+        return best, None
+    seen_best = math.inf
+    for r in range(1, PROBE_ROUNDS + 1):
         before = seen_once()
-        best = min(best, clock.time_fixed(call, fresh, FRESH_CALLS))
+        best = min(best, fresh_round(r))
         seen_best = min(seen_best, before, seen_once())
         if not suspect(timed_ms, best, None if seen is None else seen_best):
             break

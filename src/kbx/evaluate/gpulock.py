@@ -3,8 +3,12 @@ outputs) holds it shared, so nothing runs on a GPU while a case is timed there.
 
 Two files make a writer-preferring reader-writer lock out of ``flock``: a timing first takes the
 gate and keeps it, so new shared holders queue behind it instead of starving it; a shared holder
-only passes through the gate.  Holding is re-entrant per thread (a launch inside a correctness
-call, or inside a timing, takes nothing more), which also rules out self-deadlock on the gate.
+only passes through the gate (exclusively, for a moment).  Timings hold the gate shared among
+themselves, so once the shared holds have drained, every timing that queued meanwhile runs before
+the next shared holder passes: one drain serves a batch of timings instead of each timing paying
+its own (``flock`` grants a shared request while an exclusive one waits).  Holding is re-entrant
+per thread (a launch inside a correctness call, or inside a timing, takes nothing more), which
+also rules out self-deadlock on the gate.
 
 Preferring writers has a cost: while a timing waits for a long shared hold to end, every newcomer
 waits too, and the GPU idles.  On two H200s (2026-11-30) timings spent 40% of a cold run waiting
@@ -155,7 +159,7 @@ class exclusive:
     def take(self) -> None:
         assert self.path is not None
         gate = open(self.path + ".gate", "a")  # noqa: SIM115
-        flock(gate, fcntl.LOCK_EX)
+        flock(gate, fcntl.LOCK_SH)  # shared with other timings: they queue as one batch
         main = open(self.path, "a")  # noqa: SIM115
         flock(main, fcntl.LOCK_EX)
         self.files = [main, gate]

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,6 +130,17 @@ def server_env(cfg: SandboxConfig) -> dict[str, str]:
     """The fork server's environment: the children's, less what each child sets for itself
     (its folder, its GPU)."""
     return child_env(Path("."), dataclasses.replace(cfg, gpu=None))
+
+
+def start_server(cfg: SandboxConfig) -> None:
+    """Start the fork server of ``cfg``'s device in the background, where children will be
+    forked: its imports (seconds) then overlap the rest of the run's set-up, and the first
+    children, which wait for it (``forkserver.server_for``), find it ready or nearly."""
+    if cfg.device.startswith("cuda") and not torch.cuda.is_available():
+        return  # nothing to fork for here (a CUDA configuration on a machine without a GPU)
+    if cfg.fork and forkserver.usable(cfg.device):
+        env = server_env(cfg)
+        threading.Thread(target=forkserver.server_for, args=(cfg.device, env), daemon=True).start()
 
 
 KBX_PATH = str(Path(kbx.__file__).resolve().parent.parent)  # what a kbx subprocess imports from
