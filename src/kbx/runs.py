@@ -178,7 +178,10 @@ def default_procs(device: str, gpus: Sequence[int | None]) -> int:
     memory: each process keeps its own cached blocks, and with four, 61 of 184 reference
     solutions failed (out of memory, or children that could not start); ``kbx.procs`` now has
     such workers give their cache back after each candidate: four on one H200 then took 146.5 s
-    with all passed, and four a GPU on two H200s 106.5 s (docs/validation/h200-2026-11-30j/)."""
+    with all passed, and four a GPU on two H200s 106.5 s (docs/validation/h200-2026-11-30j/).
+    At ec3bd3a one process was the faster on two H200s, 87.1 s against 92.9 s (one run each;
+    the workers' first GPU hold came 17-18 s into the run, the one process's after 8 s,
+    docs/validation/h200-2026-11-30k/): the default waits for more runs."""
     return len(gpus) if device.startswith("cuda") and len(gpus) > 1 else 1
 
 

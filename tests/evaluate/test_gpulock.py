@@ -173,6 +173,47 @@ def test_the_parent_judges_each_case_in_holds_of_its_own(monkeypatch):
     assert taken == ["check inputs", check, check] * len(task.cases) and waited == 0.0
 
 
+def test_property_checks_of_correctness_cases_run_on_cpu_copies_outside_any_hold(monkeypatch):
+    """A checked task's correctness cases: the inputs are copied to the CPU in a hold of their
+    own, and the property check runs on those copies with no hold around it."""
+    import dataclasses
+
+    import torch
+
+    from kbx.evaluate import reference, runner
+    from kbx.suite import find
+
+    task = find("Math/airy_ai")
+    plan = runner.Plan.build(task, "cpu", bench=False)
+    outputs = {
+        "cases": [[reference.run_reference(task, i, c.torch_seed, "cpu")] for c, i in plan.cases],
+        "refill": [[] for _ in plan.cases],
+    }
+    taken, seen = [], []
+    real = reference.gpu_ops_locked
+
+    def counting(lock, what):
+        taken.append(what)
+        return real(lock, what)
+
+    def check(inputs, got):
+        seen.append((taken[-1], inputs.args[0].device))
+        return task.check(inputs, got)
+
+    monkeypatch.setattr(reference, "gpu_ops_locked", counting)
+    monkeypatch.setattr(reference, "_cache", {})
+    reference.judge(dataclasses.replace(task, check=check), outputs, "cpu", None)
+    # per case: its inputs, its reference run, then the copies; the check after them, unlocked
+    check_ref = f"check {task.id}"
+    assert taken == ["check inputs", check_ref, "check inputs"] * len(task.cases)
+    assert seen == [("check inputs", torch.device("cpu"))] * len(task.cases)
+    # the copies keep everything that is not a tensor as it was (a list stays a list)
+    x = torch.arange(3.0)
+    moved = reference.on_cpu(runner.Inputs((x, [1, 2]), {"dims": [0], "eps": 1e-5}))
+    assert torch.equal(moved.args[0], x) and moved.args[1] == [1, 2]
+    assert moved.kwargs == {"dims": [0], "eps": 1e-5}
+
+
 def test_a_long_shared_hold_makes_way_for_a_waiting_timing(tmp_path, monkeypatch):
     """A shared holder that calls make_way at its safe points lets a timing in within one step
     of work (after finishing its GPU work), then queues again behind it; without a timing, or

@@ -147,3 +147,29 @@ def test_a_checked_benchmark_case_is_judged_without_running_the_reference(monkey
     with pytest.raises(Reject) as caught:  # the structure is still demanded
         reference.verdict_on(task, inputs, want, [(u, s[..., :-1], vh)])
     assert caught.value.verdict == Verdict.WRONG_SHAPE
+
+
+def test_a_stale_timed_output_says_which_contents_it_fits(monkeypatch):
+    """A final timed call's output that fails its check but fits the other contents of its
+    buffers is still a mismatch, and the detail says so; one that fits neither says nothing
+    more."""
+    task = find("Math/rsqrt")
+    fits = {"timed_refill"}  # the output is right for the redrawn contents only
+    asked = []
+
+    def judge_case(task, kind, index, runs, device, lock=None):
+        asked.append(kind)
+        if kind not in fits:
+            raise Reject(Verdict.MISMATCH, "values differ")
+
+    monkeypatch.setattr(reference, "judge_case", judge_case)
+    outputs = {"timed": [[object()]], "timed_variant": [0]}  # the call saw the case's contents
+    with pytest.raises(Reject) as got:
+        reference.judge(task, outputs, "cpu")
+    assert got.value.verdict is Verdict.MISMATCH and asked == ["timed", "timed_refill"]
+    assert "right for the other contents" in got.value.detail
+
+    fits.clear()
+    with pytest.raises(Reject) as got:
+        reference.judge(task, outputs, "cpu")
+    assert "values differ" in got.value.detail and "other contents" not in got.value.detail
