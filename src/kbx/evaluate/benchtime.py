@@ -139,10 +139,10 @@ def fresh_ms(
     of ``seen``'s calls (one of the timed calls, with its prepare), made one before and one
     after each round's fresh calls.
 
-    FRESH_CALLS calls a round.  The first round alone, when it is not far slower than the
-    timed calls (``seen`` is not called then, and comes back None: the seen calls were 2 of the
-    probe's 4 calls a round, and the probe 9 s of the 44 s of timing turns in a warm H200 run,
-    2026-11-30).  Otherwise, while the round still looks like reuse (``suspect``), another
+    FRESH_CALLS calls a round.  A first round that is not far slower than the timed calls is
+    the whole probe (``seen`` is not called then, and comes back None: the seen calls were 2 of
+    the probe's 4 calls a round, and the probe 9 s of the 44 s of timing turns in a warm H200
+    run, 2026-11-30).  Otherwise, while the round still looks like reuse (``suspect``), another
     round on new contents flanked by seen calls, up to PROBE_ROUNDS more.  A stall of the GPU,
     or of the host, during a round slows the seen calls beside the fresh ones, and one that does
     not come back is left behind by the next round (an honest tanh's probe once read 13x its
