@@ -9,6 +9,15 @@ import pytest
 from kbx.evaluate.gpulock import exclusive, holding, shared
 
 
+def run_together(*fns):
+    """Each function in a thread of its own, started in order; waits for all of them."""
+    threads = [threading.Thread(target=f) for f in fns]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+
+
 def test_a_waiting_timing_goes_before_later_shared_holders(tmp_path):
     lock = str(tmp_path / "gpu0.lock")
     order = []
@@ -33,11 +42,7 @@ def test_a_waiting_timing_goes_before_later_shared_holders(tmp_path):
         with shared(lock):
             order.append("reader 2")
 
-    threads = [threading.Thread(target=f) for f in (first_reader, timing, late_reader)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(10)
+    run_together(first_reader, timing, late_reader)
     assert order == ["reader 1 out", "timing", "reader 2"]
 
 
@@ -47,12 +52,11 @@ def test_timings_queued_during_a_drain_run_as_one_batch(tmp_path):
     drain behind the newcomer."""
     lock = str(tmp_path / "gpu0.lock")
     order = []
-    first_in, go = threading.Event(), threading.Event()
+    first_in = threading.Event()
 
     def first_reader():
         with shared(lock):
             first_in.set()
-            go.wait(5)
             time.sleep(0.3)  # both timings and reader 2 are queued by now
             order.append("reader 1 out")
 
@@ -69,17 +73,7 @@ def test_timings_queued_during_a_drain_run_as_one_batch(tmp_path):
         with shared(lock):
             order.append("reader 2")
 
-    threads = [
-        threading.Thread(target=first_reader),
-        threading.Thread(target=timing, args=(0.0,)),
-        threading.Thread(target=late_reader),
-        threading.Thread(target=timing, args=(0.2,)),
-    ]
-    for t in threads:
-        t.start()
-    go.set()
-    for t in threads:
-        t.join(10)
+    run_together(first_reader, lambda: timing(0.0), late_reader, lambda: timing(0.2))
     assert order == ["reader 1 out", "timing", "timing", "reader 2"]
 
 
@@ -93,11 +87,7 @@ def test_shared_holders_overlap_and_nesting_takes_nothing(tmp_path):
             time.sleep(0.3)
 
     start = time.monotonic()
-    threads = [threading.Thread(target=reader) for _ in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(10)
+    run_together(reader, reader, reader)
     assert time.monotonic() - start < 0.8  # together, not one after another
     with exclusive(lock):
         assert holding()
@@ -247,11 +237,7 @@ def test_a_long_shared_hold_makes_way_for_a_waiting_timing(tmp_path, monkeypatch
             events.append("timing")
             events.append(round(time.monotonic() - asked, 3))
 
-    threads = [threading.Thread(target=f) for f in (holder, timing)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(10)
+    run_together(holder, timing)
     assert events[:3] == ["synced", "timing", events[2]]
     assert events[2] < 0.5  # got in at the next safe point, not after the 3 s of holding
     assert events[3:] == ["made way", "holder done"]

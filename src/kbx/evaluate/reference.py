@@ -166,14 +166,11 @@ def output_structure(task: Task, inputs: Inputs) -> Any | None:
     try:
         mode = FakeTensorMode()
         with mode:
-            args, kwargs = tree_map(
-                lambda v: mode.from_tensor(v) if isinstance(v, torch.Tensor) else v,
-                (tuple(inputs.args), dict(inputs.kwargs)),
-            )
+            fake = map_tensors(inputs, mode.from_tensor)
             with torch.no_grad():
-                out = task.reference(*args, **kwargs)
+                out = task.reference(*fake.args, **fake.kwargs)
             if task.inplace:
-                out = (out, tuple(args[i] for i in task.inplace))
+                out = (out, tuple(fake.args[i] for i in task.inplace))
     except Exception:  # noqa: BLE001 - the reference is run instead
         return None
     leaves = tree_leaves(out)
@@ -293,8 +290,13 @@ def judge_case(
 
 def on_cpu(inputs: Inputs) -> Inputs:
     """The same inputs, their tensors copied to the CPU (everything else as it is)."""
+    return map_tensors(inputs, lambda t: t.detach().cpu())
+
+
+def map_tensors(inputs: Inputs, fn: Any) -> Inputs:
+    """``inputs`` with ``fn`` applied to every tensor, at any depth (everything else kept)."""
     args, kwargs = tree_map(
-        lambda v: v.detach().cpu() if isinstance(v, torch.Tensor) else v,
+        lambda v: fn(v) if isinstance(v, torch.Tensor) else v,
         (tuple(inputs.args), dict(inputs.kwargs)),
     )
     return Inputs(args, kwargs)
