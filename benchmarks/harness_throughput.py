@@ -5,7 +5,8 @@ A benchmark, not a test: it prints figures and writes them to a JSON file.
         --out docs/validation/throughput-h200.json
 Cold run: no baselines cached (every eager and torch.compile baseline measured; the figures'
 cold_cached_kernels says how many kernels it found compiled in --triton-cache, and
-cold_known_durations for how many tasks the cache had job times to order the run by).  Warm runs
+cold_known_durations for how many tasks the cache had job times to order the run by;
+torch.compile's baselines compile with inductor's caches empty, cold_inductor_cache).  Warm runs
 1 and 2: the same cache.  Every run compiles the candidates' kernels afresh (its own Triton
 cache), as a run over new candidates must, unless --triton-cache gives the runs one shared
 kernel and autotuning cache (a re-evaluation of the same kernels; the figures say which).
@@ -283,6 +284,13 @@ def main() -> int:
             baselines.clear_baselines()  # job times (the scheduler's order) stay
             figures["cold_known_durations"] = len(baselines.durations())
             kernels = cached_kernels(args.triton_cache)  # what the cold run finds compiled
+            # torch.compile's baselines compile afresh: inductor's caches (its FX graphs and
+            # their Triton kernels) in an empty folder, which the baseline workers inherit
+            inductor = base / "cold-inductor"
+            shutil.rmtree(inductor, ignore_errors=True)
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(inductor)
+            os.environ.pop("TRITON_CACHE_DIR", None)  # else inductor's kernels would go there
+            figures["cold_inductor_cache"] = "empty"
             cold = one_run(base / "cold", cache, args)
             figures["cold_cached_kernels"] = kernels
             keep(cold, args.keep, "cold")

@@ -107,7 +107,7 @@ def test_a_forked_child_that_cannot_set_up_sends_the_candidate_to_a_fresh_interp
 def test_a_server_that_cannot_start_is_not_retried_for_every_child(monkeypatch):
     starts = []
 
-    def broken(device, env, spare_count):
+    def broken(device, env, spare_count, first=None):
         starts.append(device)
         raise RuntimeError("the fork server did not start")
 

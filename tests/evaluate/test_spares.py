@@ -1,5 +1,7 @@
-"""Spares of the fork server: forked ahead of a job, handed one job each, replaced; one that
-died idle is forgotten; and no child keeps a socket through which it could send a spare a job."""
+"""Spares of the fork server: forked ahead of a job, handed one job each, replaced; a ready one
+is taken before an older one still making its context; one that died idle is forgotten; the
+server forks a run's first spares before any job; and no child keeps a socket through which it
+could send a spare a job."""
 
 import json
 import os
@@ -10,7 +12,7 @@ import pytest
 
 from kbx.evaluate import forkserver
 from kbx.evaluate.sandbox import SandboxConfig, server_env
-from kbx.evaluate.spares import Spares
+from kbx.evaluate.spares import READY, Spares
 
 from .test_forkserver import start
 
@@ -57,6 +59,38 @@ def test_a_spare_takes_one_job_and_is_replaced():
         os.waitpid(spare, 0)
 
 
+def test_a_ready_spare_takes_the_job_before_an_older_one_still_making_its_context():
+    def slow_then_fast(visible, conn, close):
+        """The first spare forked never gets ready; the later one says so at once."""
+        if visible == "fast":
+            conn.send(READY)
+        echo_body(visible, conn, close)
+
+    pool = Spares(1, slow_then_fast)
+    pool.fill("slow", [])
+    slow = pool.idle.pop("slow")
+    pool.fill("fast", [])
+    pool.idle["both"] = slow + pool.idle.pop("fast")  # oldest first, as one set's spares
+    [(slow_pid, _), (fast_pid, _)] = pool.idle["both"]
+    deadline = time.monotonic() + 30
+    while fast_pid not in pool.ready and time.monotonic() < deadline:
+        pool.listen(pool.idle["both"])
+        time.sleep(0.01)
+    read_fd, write_fd = os.pipe()
+    assert pool.take("both", b"job", [write_fd]) == fast_pid
+    os.close(write_fd)
+    with os.fdopen(read_fd) as got:
+        assert json.loads(got.read())["visible"] == "fast"
+    os.waitpid(fast_pid, 0)
+    read_fd, write_fd = os.pipe()
+    assert pool.take("both", b"job-2", [write_fd]) == slow_pid  # none ready: the oldest
+    os.close(write_fd)
+    with os.fdopen(read_fd) as got:
+        assert json.loads(got.read())["visible"] == "slow"
+    os.waitpid(slow_pid, 0)
+    assert not pool.ready
+
+
 def test_a_spare_that_died_idle_is_forgotten_and_takes_no_job():
     def dies(visible, conn, close):
         os._exit(5)
@@ -81,11 +115,16 @@ def test_a_spare_that_died_idle_is_forgotten_and_takes_no_job():
     assert pool.forget(pid2) and not pool.idle[""]
 
 
-@pytest.mark.parametrize("count", [1, 0])
-def test_the_servers_children_hold_no_socket_and_jobs_go_to_spares(tmp_path, monkeypatch, count):
+@pytest.mark.parametrize("count,first", [(1, 0), (0, 0), (1, 2)])
+def test_the_servers_children_hold_no_socket_and_jobs_go_to_spares(
+    tmp_path, monkeypatch, count, first
+):
     monkeypatch.setenv("KBX_SPARES", str(count))
     cfg = SandboxConfig(device="cpu", perf=False)
-    server = forkserver.ForkServer("cpu", server_env(cfg), forkserver.spare_count("cpu"))
+    first_spares = {forkserver_visible(cfg): first} if first else None
+    server = forkserver.ForkServer(
+        "cpu", server_env(cfg), forkserver.spare_count("cpu"), first_spares
+    )
     try:
         seen = []
         for n in range(2):
@@ -96,9 +135,17 @@ def test_the_servers_children_hold_no_socket_and_jobs_go_to_spares(tmp_path, mon
     finally:
         server.close()
     assert all(s["sockets"] == [] for s in seen)  # neither the server's nor a spare's
-    # the first job of a set of devices is forked for it; later ones find a spare waiting
-    assert seen[0]["age_s"] < 1.5
+    # the first job of a set of devices is forked for it, unless the server forked spares for
+    # that set at its start; later ones find a spare waiting
+    assert (seen[0]["age_s"] > 1.5) == (first > 0)
     assert (seen[1]["age_s"] > 1.5) == (count > 0)
+
+
+def forkserver_visible(cfg: SandboxConfig) -> str:
+    """The visible devices a job of ``cfg`` asks the server for (its spares' key)."""
+    from kbx.evaluate.sandbox import visible_devices
+
+    return visible_devices(cfg, None)
 
 
 def test_a_server_whose_parent_goes_ends_quietly_with_its_spares(tmp_path, capfd, monkeypatch):

@@ -1,15 +1,18 @@
 """A fork server for candidate children: Python, torch, triton and kbx imported once, then one
 ``fork`` per candidate instead of a fresh interpreter (about 2 s of imports saved per child).
 
-``python -m kbx.evaluate.forkserver DEVICE FD SPARES`` is started by the parent (``ForkServer``)
-with the children's scrubbed environment; it never touches CUDA (a process that initialised CUDA
-cannot fork children that use it).  Over a ``SOCK_SEQPACKET`` socket it takes one request per
-child (a JSON object: job file, working folder, environment; with the child's progress pipe,
-stdout and stderr as file descriptors), hands it to a spare child or forks one, and answers with
-the child's pid; when a child ends it sends its exit code (negative: killed by that signal), as
-``Popen.wait`` would give.  Spares (``spares.py``) are forked ahead of need and make their CUDA
+``python -m kbx.evaluate.forkserver DEVICE FD SPARES [FIRST]`` is started by the parent
+(``ForkServer``) with the children's scrubbed environment; it never touches CUDA (a process that
+initialised CUDA cannot fork children that use it). Over a ``SOCK_SEQPACKET`` socket it takes one
+request per child (a JSON object: job file, working folder, environment; with the child's progress
+pipe, stdout and stderr as file descriptors), hands it to a spare child or forks one, and answers
+with the child's pid; when a child ends it sends its exit code (negative: killed by that signal),
+as ``Popen.wait`` would give. Spares (``spares.py``) are forked ahead of need and make their CUDA
 context before a job comes: ``SPARES`` idle ones per set of visible devices (``KBX_SPARES``
-overrides it; 0: none).
+overrides it; 0: none). ``FIRST`` (JSON: visible devices -> count) has the server fork that many
+spares for those devices as soon as it is ready, before any request: a run's first jobs, one per
+job slot, all start at once, and with the spares forked only after the first request most of them
+made their own context side by side.
 
 The child gets what a fresh one would: its own session (so it can be killed as a group), folder,
 environment, standard streams and resource limits, then runs ``child.run_job``.
@@ -36,12 +39,15 @@ from typing import Any, NoReturn
 from kbx.evaluate import spares
 
 READY_TIMEOUT_S = 120.0  # the server's own start-up: imports of torch and triton
-# idle spares per set of visible devices: on a GPU a few, since jobs start about once a second
-# there and a context takes a second or more; on the CPU one (nothing to make but the fork)
-SPARES = {"cuda": 4, "cpu": 1}
+# idle spares per set of visible devices: on a GPU several, since jobs start one or two a second
+# there and a context took about 3.9 s under load (``spares``); on the CPU one (nothing to make
+# but the fork)
+SPARES = {"cuda": 8, "cpu": 1}
 
 
-def serve(sock: socket.socket, device: str, spare_count: int) -> int:
+def serve(
+    sock: socket.socket, device: str, spare_count: int, first: dict[str, int] | None = None
+) -> int:
     """Import everything a child needs, then start one child per request (a spare, where one is
     idle for its devices) until the parent goes."""
     if device == "cpu":
@@ -63,6 +69,8 @@ def serve(sock: socket.socket, device: str, spare_count: int) -> int:
     mine = [sock, wake_r, wake_w]  # what a forked child closes first, with the idle spares'
     pool = spares.Spares(spare_count, functools.partial(spare, device))
     children: set[int] = set()
+    for visible, count in (first or {}).items():
+        pool.fill(visible, mine, max(count, spare_count) if spare_count else 0)
     sock.send(json.dumps({"ready": True}).encode())
     while True:
         ready, _, _ = select.select([sock, wake_r], [], [])
@@ -155,7 +163,11 @@ def spare(device: str, visible: str, conn: socket.socket, close: list[socket.soc
         from kbx.evaluate import child
 
         child.make_context(device)
-        data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+        try:
+            conn.send(spares.READY)
+            data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+        except OSError:  # the server has gone (reset: before it read READY)
+            return 0
         conn.close()
         return enter(json.loads(data), fds) if data else 0  # no data: the server has gone
 
@@ -211,11 +223,17 @@ class ForkedProcess:
 class ForkServer:
     """Parent side: one server process per (device, threads), shared by the job threads."""
 
-    def __init__(self, device: str, env: dict[str, str], spare_count: int = 0) -> None:
+    def __init__(
+        self,
+        device: str,
+        env: dict[str, str],
+        spare_count: int = 0,
+        first: dict[str, int] | None = None,
+    ) -> None:
         here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.folder = tempfile.mkdtemp(prefix="kbx-forkserver-")
         cmd = [sys.executable, "-X", "faulthandler", "-m", __name__, device, str(there.fileno())]
-        cmd.append(str(spare_count))
+        cmd += [str(spare_count), json.dumps(first or {})]
         self.proc = subprocess.Popen(
             cmd,
             cwd=self.folder,
@@ -313,16 +331,19 @@ def spare_count(device: str) -> int:
     return int(os.environ.get("KBX_SPARES", SPARES.get(device, 0)))
 
 
-def server_for(device: str, env: dict[str, str]) -> ForkServer | None:
-    """The running server for this device and thread count (started on first use), or None if
-    one cannot be started (the caller then starts a fresh interpreter)."""
+def server_for(
+    device: str, env: dict[str, str], first: dict[str, int] | None = None
+) -> ForkServer | None:
+    """The running server for this device and thread count (started on first use, with
+    ``first`` spares forked at once), or None if one cannot be started (the caller then starts
+    a fresh interpreter)."""
     key = (device, env.get("OMP_NUM_THREADS", ""))
     with _servers_lock:
         server = _servers.get(key)
         if server is not None and server.alive:
             return server
         try:
-            _servers[key] = ForkServer(device, env, spare_count(device))
+            _servers[key] = ForkServer(device, env, spare_count(device), first)
         except (OSError, RuntimeError) as exc:
             _servers.pop(key, None)
             give_up(device, f"{type(exc).__name__}: {exc}")  # not tried again for every child
@@ -332,4 +353,5 @@ def server_for(device: str, env: dict[str, str]) -> ForkServer | None:
 
 if __name__ == "__main__":
     channel = socket.socket(fileno=int(sys.argv[2]))
-    sys.exit(serve(channel, sys.argv[1], int(sys.argv[3])))
+    first = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
+    sys.exit(serve(channel, sys.argv[1], int(sys.argv[3]), first))

@@ -20,6 +20,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,15 +134,26 @@ def server_env(cfg: SandboxConfig) -> dict[str, str]:
     return child_env(Path("."), dataclasses.replace(cfg, gpu=None))
 
 
-def start_server(cfg: SandboxConfig) -> None:
+def start_server(cfg: SandboxConfig, slots: Sequence[int | None] = ()) -> None:
     """Start the fork server of ``cfg``'s device in the background, where children will be
     forked: its imports (seconds) then overlap the rest of the run's set-up, and the first
-    children, which wait for it (``forkserver.server_for``), find it ready or nearly."""
+    children, which wait for it (``forkserver.server_for``), find it ready or nearly.  ``slots``:
+    the GPU of each job slot of this process; the server forks a spare for each at once, so
+    that the run's first children, which all start together, find their contexts made."""
     if cfg.device.startswith("cuda") and not torch.cuda.is_available():
         return  # nothing to fork for here (a CUDA configuration on a machine without a GPU)
     if cfg.fork and forkserver.usable(cfg.device):
         env = server_env(cfg)
-        threading.Thread(target=forkserver.server_for, args=(cfg.device, env), daemon=True).start()
+        first = dict(Counter(visible_devices(cfg, gpu) for gpu in slots))
+        threading.Thread(
+            target=forkserver.server_for, args=(cfg.device, env, first), daemon=True
+        ).start()
+
+
+def visible_devices(cfg: SandboxConfig, gpu: int | None) -> str:
+    """CUDA_VISIBLE_DEVICES of a child on ``gpu`` (empty: not set), as the fork server keys its
+    spares."""
+    return child_env(Path("."), dataclasses.replace(cfg, gpu=gpu)).get("CUDA_VISIBLE_DEVICES", "")
 
 
 KBX_PATH = str(Path(kbx.__file__).resolve().parent.parent)  # what a kbx subprocess imports from

@@ -9,20 +9,25 @@ made); the rest of a child's setup (folder, environment, streams) comes with its
 child forked on demand.
 
 Each spare holds its end of a socket pair; the server sends it the job's request and file
-descriptors there, once.  A spare that died before it got a job (its context failed) is dropped
-when the server reaps it; its exit is reported to no one.  Every child forked afterwards closes
-the idle spares' sockets, so that no candidate can send a job to a spare.
+descriptors there, once.  A spare says ``READY`` there once its context is made, and a job goes to
+the oldest spare that has said so, else to the oldest (the nearest to ready).  Taken blindly, the
+oldest was often one forked a moment before: in warm runs of 2026-11-30 17-23 of 184 children
+waited about 3.7 s on one H200 before their job began, and 90-115 of 184 waited 1-8 s on two
+(docs/validation/h200-2026-11-30k/, the setup stage less the child's own parts).
 """
 
 from __future__ import annotations
 
 import os
+import select
 import socket
 from collections.abc import Callable
 from typing import NoReturn
 
 # body(visible devices, its socket, sockets it must close): the spare's process; never returns
 Body = Callable[[str, socket.socket, list[socket.socket]], NoReturn]
+
+READY = b"ready"  # what a spare sends once its context is made
 
 
 class Spares:
@@ -33,17 +38,22 @@ class Spares:
         self.body = body
         self.idle: dict[str, list[tuple[int, socket.socket]]] = {}
         self.gone: set[int] = set()  # spares found dead by ``take``, not reaped yet
+        self.ready: set[int] = set()  # idle spares that have said READY
 
     def sockets(self) -> list[socket.socket]:
         """The server's ends of the idle spares' sockets (a forked child closes them)."""
         return [conn for spares in self.idle.values() for _, conn in spares]
 
     def take(self, visible: str, request: bytes, fds: list[int]) -> int | None:
-        """Hand the request and its descriptors to the oldest idle spare for ``visible``: its
-        pid, or None where none could take it."""
+        """Hand the request and its descriptors to the oldest ready idle spare for ``visible``,
+        else to the oldest idle one: its pid, or None where none could take it."""
         spares = self.idle.get(visible, [])
-        while spares:
-            pid, conn = spares.pop(0)
+        self.listen(spares)
+        ordered = [s for s in spares if s[0] in self.ready]
+        ordered += [s for s in spares if s[0] not in self.ready]
+        for pid, conn in ordered:
+            spares.remove((pid, conn))
+            self.ready.discard(pid)
             try:
                 socket.send_fds(conn, [request], fds)
             except OSError:
@@ -54,10 +64,33 @@ class Spares:
             return pid
         return None
 
-    def fill(self, visible: str, server_sockets: list[socket.socket]) -> None:
-        """Fork spares for ``visible`` until ``count`` are idle."""
+    def listen(self, spares: list[tuple[int, socket.socket]]) -> None:
+        """Note which of ``spares`` have said READY since last asked (without waiting); one
+        whose socket has closed died idle and is dropped, as ``take`` drops one it finds dead."""
+        quiet = [conn for pid, conn in spares if pid not in self.ready]
+        if not quiet:
+            return
+        readable, _, _ = select.select(quiet, [], [], 0)
+        for pid, conn in list(spares):
+            if conn not in readable:
+                continue
+            try:
+                said = conn.recv(len(READY))
+            except OSError:
+                said = b""
+            if said == READY:
+                self.ready.add(pid)
+            else:
+                spares.remove((pid, conn))
+                conn.close()
+                self.gone.add(pid)
+
+    def fill(
+        self, visible: str, server_sockets: list[socket.socket], count: int | None = None
+    ) -> None:
+        """Fork spares for ``visible`` until ``count`` (default: the pool's) are idle."""
         spares = self.idle.setdefault(visible, [])
-        while len(spares) < self.count:
+        while len(spares) < (self.count if count is None else count):
             here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             pid = os.fork()
             if pid == 0:
@@ -71,6 +104,7 @@ class Spares:
 
     def forget(self, pid: int) -> bool:
         """True if ``pid`` was an idle spare (it has ended: nothing to report)."""
+        self.ready.discard(pid)
         if pid in self.gone:
             self.gone.discard(pid)
             return True
