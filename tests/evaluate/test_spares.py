@@ -91,6 +91,21 @@ def test_a_ready_spare_takes_the_job_before_an_older_one_still_making_its_contex
     assert not pool.ready
 
 
+def test_a_spare_taken_before_it_said_ready_still_gets_its_job():
+    """The server sends the job and closes its end; READY comes before or after that close."""
+    server, spare = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    spare.send(READY)  # unread by the server when it closes: the spare's socket is reset
+    server.send(b"job")
+    server.close()
+    assert forkserver.next_job(spare) == (b"job", [])
+    assert forkserver.next_job(spare) == (b"", [])  # then the server has gone
+    server, spare = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    server.send(b"job-2")
+    server.close()
+    forkserver.say_ready(spare)  # the server's end is closed already: no error
+    assert forkserver.next_job(spare) == (b"job-2", [])
+
+
 def test_a_spare_that_died_idle_is_forgotten_and_takes_no_job():
     def dies(visible, conn, close):
         os._exit(5)

@@ -163,15 +163,35 @@ def spare(device: str, visible: str, conn: socket.socket, close: list[socket.soc
         from kbx.evaluate import child
 
         child.make_context(device)
-        try:
-            conn.send(spares.READY)
-            data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
-        except OSError:  # the server has gone (reset: before it read READY)
-            return 0
+        say_ready(conn)
+        data, fds = next_job(conn)
         conn.close()
         return enter(json.loads(data), fds) if data else 0  # no data: the server has gone
 
     exit_with(body)
+
+
+def say_ready(conn: socket.socket) -> None:
+    """Tell the server this spare's context is made.  It may have handed the spare a job and
+    closed its end already: the job waits in the socket all the same."""
+    with contextlib.suppress(OSError):
+        conn.send(spares.READY)
+
+
+def next_job(conn: socket.socket) -> tuple[bytes, list[int]]:
+    """The request and descriptors the server sends a spare (empty: the server has gone).  A
+    server that closed its end before it read READY leaves a reset on the socket, reported
+    before the request queued ahead of it (Linux); the second read gets the request (on the
+    H200, every child failed to start before this was handled, 2026-11-30)."""
+    for _ in range(2):
+        try:
+            data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+        except ConnectionResetError:
+            continue
+        except OSError:
+            break
+        return data, fds
+    return b"", []
 
 
 def enter(request: dict[str, Any], fds: list[int]) -> int:
