@@ -50,6 +50,7 @@ class Result:
     meta: dict[str, Any] = field(default_factory=dict)  # method, model, round, sample
     duration_s: float = 0.0
     stage_s: dict[str, float] = field(default_factory=dict)  # child phases, check, perf
+    started_at: float | None = None  # seconds since the epoch: with duration_s, a run's timeline
     schema_version: int = SCHEMA_VERSION
 
     @classmethod

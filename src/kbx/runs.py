@@ -181,7 +181,8 @@ def default_procs(device: str, gpus: Sequence[int | None]) -> int:
     with all passed, and four a GPU on two H200s 106.5 s (docs/validation/h200-2026-11-30j/).
     At ec3bd3a one process was the faster on two H200s, 87.1 s against 92.9 s (one run each;
     the workers' first GPU hold came 17-18 s into the run, the one process's after 8 s,
-    docs/validation/h200-2026-11-30k/): the default waits for more runs."""
+    docs/validation/h200-2026-11-30k/); at c589752 the two took the same, 80.7 s against 81.0 s
+    (docs/validation/h200-2026-11-30l/): the default waits for more runs."""
     return len(gpus) if device.startswith("cuda") and len(gpus) > 1 else 1
 
 

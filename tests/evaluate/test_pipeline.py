@@ -2,6 +2,7 @@
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,7 @@ def test_known_bad_candidates_get_their_verdict_on_cpu(run_source, verdict):
     for r in records:
         assert r["verdict"] == verdict, (r["source"], r["verdict"], r["detail"])
         assert r["detail"]
+        assert 0.0 < time.time() - r["started_at"] < 3600.0  # a failed job has its start too
 
 
 def test_monkeypatching_candidate_changes_no_other_verdict(run_source, tmp_path):

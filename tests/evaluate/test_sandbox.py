@@ -51,7 +51,8 @@ def test_a_finished_child_reports_its_cpu_time_and_where_its_setup_went(tmp_path
     """The parent reads the child's CPU seconds from the kernel before killing it (not from
     the child, which could say anything): the harness adds them up per run.  The child splits
     its setup (sent before the candidate is imported) into imports, CUDA context, inputs and
-    launch hooks; the fork is the rest."""
+    launch hooks; the fork is the rest.  The kill's wait for the child's end is timed apart from
+    the loading of its outputs."""
     from kbx.evaluate.sandbox import process_cpu_s
 
     cfg = SandboxConfig(device="cpu", perf=False)
@@ -60,4 +61,5 @@ def test_a_finished_child_reports_its_cpu_time_and_where_its_setup_went(tmp_path
     assert 0.0 < run.stage_s["child_cpu"] < 600.0
     parts = [run.stage_s[f"setup_{p}"] for p in ("imports", "context", "inputs", "hooks")]
     assert all(p >= 0.0 for p in parts) and sum(parts) <= run.stage_s["setup"] + 0.01
+    assert run.stage_s["kill"] >= 0.0 and run.stage_s["load"] >= 0.0
     assert process_cpu_s(2**22 + 7) is None  # no such process

@@ -78,7 +78,7 @@ class EvalConfig:
 
 def evaluate(candidate: Candidate, cfg: EvalConfig) -> Result:
     """Evaluate one candidate; every outcome, kbx's own faults included, is a Result."""
-    started = time.monotonic()
+    started, started_at = time.monotonic(), time.time()
     stage = "read"
     result: Result
     task: Task | None = None
@@ -121,6 +121,7 @@ def evaluate(candidate: Candidate, cfg: EvalConfig) -> Result:
         reference.forget(task)  # what the judge did not take (a failed candidate: all of it)
     result.fingerprint = fingerprint(cfg.device)
     result.duration_s = round(time.monotonic() - started, 3)
+    result.started_at = round(started_at, 3)
     return result
 
 

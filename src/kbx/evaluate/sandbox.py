@@ -82,7 +82,7 @@ class SandboxConfig:
 class ChildRun:
     outputs: dict[str, list[Any]] = field(default_factory=dict)
     timings: list[dict[str, Any]] = field(default_factory=list)
-    stage_s: dict[str, float] = field(default_factory=dict)  # setup, import, run, timing, save
+    stage_s: dict[str, float] = field(default_factory=dict)  # setup, import, run, ..., kill, load
 
 
 def run_child(task: Task, code: str, cfg: SandboxConfig) -> ChildRun:
@@ -303,10 +303,12 @@ class Child:
     ) -> ChildRun:
         self.check_complete(seen)
         cpu = process_cpu_s(self.proc.pid)  # before the kill: read from the kernel's counts
-        loading = time.monotonic()
+        killing = time.monotonic()
         self.kill()  # nothing of the candidate's may still write while outputs load
+        loading = time.monotonic()
         run = self.collect(msg)
-        spent["load"] = time.monotonic() - loading
+        # apart: the kill waits for the child's end, its CUDA context's teardown included
+        spent["kill"], spent["load"] = loading - killing, time.monotonic() - loading
         run.stage_s = {k: round(v, 3) for k, v in spent.items()}
         if cpu is not None:  # CPU seconds, not a stage: where a loaded run's cores went
             run.stage_s["child_cpu"] = round(cpu, 3)
