@@ -1,11 +1,12 @@
 """How many CUDA contexts a host makes and tears down per second, one GPU against several.
 
 Usage: python scripts/context_rate.py [--gpus 0 0,1] [--lanes 16] [--seconds 20]
-Every candidate's child makes a CUDA context and loses it when it is killed.  On two H200s the
-children waited 1-8 s for their context in the last third of a warm run, where one GPU had none
-at a higher rate per GPU (docs/validation/h200-2026-11-30l/): if the driver makes contexts one
-at a time for the whole host, the children of every GPU share one rate, and a run on two GPUs
-cannot be much faster than 184 contexts at that rate.  This measures it.
+Every candidate's child makes a CUDA context and loses it when it is killed.  On two H200s many
+children waited 1-8 s for their context in the last third of a warm run; on one H200, whose
+children started at a higher rate per GPU, 3 of the last 40 did (docs/validation/h200-2026-11-30l/).
+If the driver makes contexts one at a time for the whole host, the children of every GPU share
+one rate, and a run on two GPUs cannot be much faster than 184 contexts at that rate.  This
+measures it.
 
 For each set of GPUs given (``0`` then ``0,1``: one setting per argument), ``lanes`` threads per
 GPU each fork a child from this process (torch imported, CUDA not initialised, as in the fork

@@ -13,7 +13,10 @@ descriptors there, once.  A spare says ``READY`` there once its context is made,
 the oldest spare that has said so, else to the oldest (the nearest to ready).  Taken blindly, the
 oldest was often one forked a moment before: in warm runs of 2026-11-30 17-23 of 184 children
 waited about 3.7 s on one H200 before their job began, and 90-115 of 184 waited 1-8 s on two
-(docs/validation/h200-2026-11-30k/, the setup stage less the child's own parts).
+(docs/validation/h200-2026-11-30k/, the setup stage less the child's own parts).  A spare that
+died before it got a job (its context failed) is dropped when the server reaps it, or when its
+socket is found closed; its exit is reported to no one.  Every child forked afterwards closes the
+idle spares' sockets, so that no candidate can send a job to a spare.
 """
 
 from __future__ import annotations
