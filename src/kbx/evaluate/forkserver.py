@@ -69,8 +69,8 @@ def serve(
     mine = [sock, wake_r, wake_w]  # what a forked child closes first, with the idle spares'
     pool = spares.Spares(spare_count, functools.partial(spare, device))
     children: set[int] = set()
-    for visible, count in (first or {}).items():
-        pool.fill(visible, mine, max(count, spare_count) if spare_count else 0)
+    for visible, count in (first or {}).items() if spare_count else ():  # none: spares are off
+        pool.fill(visible, mine, max(count, spare_count))
     sock.send(json.dumps({"ready": True}).encode())
     while True:
         ready, _, _ = select.select([sock, wake_r], [], [])

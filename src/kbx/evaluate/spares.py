@@ -52,9 +52,8 @@ class Spares:
         else to the oldest idle one: its pid, or None where none could take it."""
         spares = self.idle.get(visible, [])
         self.listen(spares)
-        ordered = [s for s in spares if s[0] in self.ready]
-        ordered += [s for s in spares if s[0] not in self.ready]
-        for pid, conn in ordered:
+        ready_first = sorted(spares, key=lambda s: s[0] not in self.ready)  # stable: oldest first
+        for pid, conn in ready_first:
             spares.remove((pid, conn))
             self.ready.discard(pid)
             try:
