@@ -22,6 +22,7 @@ import contextlib
 import multiprocessing as mp
 import os
 import queue
+import subprocess
 import threading
 import traceback
 from collections.abc import Iterable, Iterator
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from kbx.candidate import Candidate
-from kbx.evaluate import cores, forkserver, reference
+from kbx.evaluate import cores, forkserver, reference, sandbox
 from kbx.evaluate.pipeline import EvalConfig
 from kbx.result import Result
 from kbx.verdict import Verdict
@@ -69,16 +70,35 @@ class Workers:
         self.todo: Any = ctx.Queue()
         self.done: Any = ctx.Queue()
         self.stopped = False
+        # each worker's fork server, started here first: its imports and its spares' contexts
+        # need not wait for the worker's own imports (``sandbox.launch_server``)
+        servers = [
+            sandbox.launch_server(cfg.sandbox(), worker_slots(part), int(env["KBX_SPARES"]))
+            for part in parts
+        ]
+        self.servers = [server[1] for server in servers if server is not None]
         self.procs = [
             ctx.Process(
                 target=serve,
-                args=(cfg, part, reserved, env, crowded(parts, part), self.todo, self.done),
+                args=(
+                    cfg,
+                    part,
+                    reserved,
+                    env,
+                    crowded(parts, part),
+                    self.todo,
+                    self.done,
+                    server[0] if server is not None else None,
+                ),
                 name=f"kbx-worker-{w}",
             )
-            for w, part in enumerate(parts)
+            for w, (part, server) in enumerate(zip(parts, servers, strict=True))
         ]
         for w in self.procs:
             w.start()
+        for server in servers:  # the worker has its copy: the server ends when the worker does
+            if server is not None:
+                server[0][0].close()
 
     def results(self, candidates: Iterable[Candidate]) -> Iterator[tuple[Candidate, Result]]:
         """The candidates' results as they finish; the workers end after the last."""
@@ -106,6 +126,18 @@ class Workers:
             if w.is_alive():
                 w.kill()
                 w.join()
+        for server in self.servers:  # each ends once its worker has gone
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+
+
+def worker_slots(part: list[int | None]) -> list[int | None]:
+    """The GPU of each job slot of the worker serving ``part``, as its scheduler sees them."""
+    gpus = list(dict.fromkeys(part))
+    return [gpus[i % len(gpus)] for i in range(len(part))]
 
 
 def crowded(parts: list[list[int | None]], part: list[int | None]) -> bool:
@@ -188,14 +220,16 @@ def serve(
     shares_gpu: bool,
     todo: Any,
     done: Any,
+    launched: sandbox.Launched | None = None,
 ) -> None:
     """A worker process: a scheduler over its slots, one thread per slot taking candidates from
-    ``todo`` until it reads a stop (``shares_gpu``: another worker has a slot on its GPU)."""
+    ``todo`` until it reads a stop (``shares_gpu``: another worker has a slot on its GPU;
+    ``launched``: the fork server the parent started for it)."""
     os.environ.update(env)
     from kbx.runs import Scheduler
 
     sched = Scheduler(cfg, len(slots), list(dict.fromkeys(slots)))
-    sched.prepare(reserved)
+    sched.prepare(reserved, launched)
 
     def job_thread() -> None:
         while (item := todo.get()) is not None:

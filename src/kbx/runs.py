@@ -99,13 +99,18 @@ class Scheduler:
             while pending:
                 yield from self.drain(pending, FIRST_COMPLETED)
 
-    def prepare(self, reserved: dict[int | None, int | None] | None = None) -> None:
+    def prepare(
+        self,
+        reserved: dict[int | None, int | None] | None = None,
+        launched: sandbox.Launched | None = None,
+    ) -> None:
         """This process's set-up for jobs on GPUs; a worker process adopts the parent's
-        ``reserved`` timing cores instead of reserving its own."""
+        ``reserved`` timing cores instead of reserving its own, and the fork server the parent
+        ``launched`` for it."""
         if not self.cfg.device.startswith("cuda"):
             return
         if self.procs == 1 or reserved is not None:  # a process that runs children
-            sandbox.start_server(self.cfg.sandbox(), slot_gpus(self.gpus, self.jobs))
+            sandbox.start_server(self.cfg.sandbox(), slot_gpus(self.gpus, self.jobs), launched)
         # Before any thread: the first operation under a dispatch mode imports torch._dynamo and
         # more, which register operators; on the H200 (torch 2.11) that import, begun by 16
         # reference threads at once while others dispatched, crashed the process (segfault,

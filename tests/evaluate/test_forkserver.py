@@ -107,7 +107,7 @@ def test_a_forked_child_that_cannot_set_up_sends_the_candidate_to_a_fresh_interp
 def test_a_server_that_cannot_start_is_not_retried_for_every_child(monkeypatch):
     starts = []
 
-    def broken(device, env, spare_count, first=None):
+    def broken(device, env, spare_count, first=None, adopted=None):
         starts.append(device)
         raise RuntimeError("the fork server did not start")
 
@@ -116,3 +116,20 @@ def test_a_server_that_cannot_start_is_not_retried_for_every_child(monkeypatch):
     monkeypatch.setattr(forkserver, "ForkServer", broken)
     assert forkserver.server_for("cpu", {}) is None
     assert not forkserver.usable("cpu") and starts == ["cpu"]
+
+
+def test_a_server_started_by_another_process_is_adopted_not_started_again(tmp_path, monkeypatch):
+    cfg = SandboxConfig(device="cpu", perf=False)
+    env = server_env(cfg)
+    sock, proc = forkserver.launch("cpu", env, 0, None)  # as the run's parent does for a worker
+    monkeypatch.setattr(forkserver, "_servers", {})
+    forkserver.adopt("cpu", sock, proc.pid, env)
+    server = forkserver.server_for("cpu", env)
+    assert server is not None and server.pid == proc.pid and server.proc is None
+    try:
+        child, events = start(server, tmp_path / "spy", SPY, cfg)
+        assert child.wait(60) == 0 and events[-1]["verdict"] == "runtime_error"
+    finally:
+        server.close()
+    assert proc.wait(30) is not None  # the process that launched it reaps it
+    assert not forkserver._adopted  # taken once

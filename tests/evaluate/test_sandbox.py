@@ -4,7 +4,7 @@ import threading
 import time
 
 from kbx.evaluate.gpulock import exclusive
-from kbx.evaluate.sandbox import Limits, SandboxConfig, run_child
+from kbx.evaluate.sandbox import Limits, SandboxConfig, child_env, run_child
 from kbx.suite import find
 from tests.conftest import REFERENCE
 
@@ -63,3 +63,14 @@ def test_a_finished_child_reports_its_cpu_time_and_where_its_setup_went(tmp_path
     assert all(p >= 0.0 for p in parts) and sum(parts) <= run.stage_s["setup"] + 0.01
     assert run.stage_s["kill"] >= 0.0 and run.stage_s["load"] >= 0.0
     assert process_cpu_s(2**22 + 7) is None  # no such process
+
+
+def test_children_make_their_cuda_context_with_one_work_queue_unless_told(tmp_path, monkeypatch):
+    cfg = SandboxConfig(device="cuda", perf=True, gpu=1)
+    monkeypatch.delenv("KBX_CONNECTIONS", raising=False)
+    assert child_env(tmp_path, cfg)["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"
+    monkeypatch.setenv("KBX_CONNECTIONS", "4")
+    assert child_env(tmp_path, cfg)["CUDA_DEVICE_MAX_CONNECTIONS"] == "4"
+    monkeypatch.setenv("KBX_CONNECTIONS", "0")  # the driver's own default
+    monkeypatch.setenv("CUDA_DEVICE_MAX_CONNECTIONS", "2")  # the parent's is never passed on
+    assert "CUDA_DEVICE_MAX_CONNECTIONS" not in child_env(tmp_path, cfg)

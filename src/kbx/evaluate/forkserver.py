@@ -241,7 +241,8 @@ class ForkedProcess:
 
 
 class ForkServer:
-    """Parent side: one server process per (device, threads), shared by the job threads."""
+    """Parent side: one server process per (device, threads), shared by the job threads; started
+    here (``launch``) or, by another process, for this one (``adopted``: its socket and pid)."""
 
     def __init__(
         self,
@@ -249,21 +250,14 @@ class ForkServer:
         env: dict[str, str],
         spare_count: int = 0,
         first: dict[str, int] | None = None,
+        adopted: tuple[socket.socket, int] | None = None,
     ) -> None:
-        here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.folder = tempfile.mkdtemp(prefix="kbx-forkserver-")
-        cmd = [sys.executable, "-X", "faulthandler", "-m", __name__, device, str(there.fileno())]
-        cmd += [str(spare_count), json.dumps(first or {})]
-        self.proc = subprocess.Popen(
-            cmd,
-            cwd=self.folder,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            pass_fds=(there.fileno(),),
-            start_new_session=True,
-        )
-        there.close()
-        self.sock = here
+        self.proc: subprocess.Popen[bytes] | None = None
+        if adopted is None:
+            self.sock, self.proc = launch(device, env, spare_count, first)
+            self.pid = self.proc.pid
+        else:
+            self.sock, self.pid = adopted
         self.send_lock = threading.Lock()
         self.changed = threading.Condition()
         self.pids: dict[int, int] = {}
@@ -326,13 +320,55 @@ class ForkServer:
         try:
             self.sock.close()
         finally:
-            self.proc.kill()
-            self.proc.wait()
+            if self.proc is not None:
+                self.proc.kill()
+                self.proc.wait()
+            else:  # another process's child: it reaps it
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.pid, signal.SIGKILL)
+
+
+def launch(
+    device: str, env: dict[str, str], spare_count: int, first: dict[str, int] | None
+) -> tuple[socket.socket, subprocess.Popen[bytes]]:
+    """Start a server process, without waiting for it: this end of its socket, and it."""
+    here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    folder = tempfile.mkdtemp(prefix="kbx-forkserver-")
+    cmd = [sys.executable, "-X", "faulthandler", "-m", __name__, device, str(there.fileno())]
+    cmd += [str(spare_count), json.dumps(first or {})]
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=folder,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            pass_fds=(there.fileno(),),
+            start_new_session=True,
+        )
+    except OSError:
+        here.close()
+        raise
+    finally:
+        there.close()
+    return here, proc
 
 
 _servers: dict[tuple[str, str], ForkServer] = {}
 _servers_lock = threading.Lock()
 _given_up: dict[str, str] = {}  # device -> why forked children are not used there any more
+_adopted: dict[tuple[str, str], tuple[socket.socket, int]] = {}  # servers started for us
+
+
+def server_key(device: str, env: dict[str, str]) -> tuple[str, str]:
+    """One server per device and thread count of its children."""
+    return device, env.get("OMP_NUM_THREADS", "")
+
+
+def adopt(device: str, sock: socket.socket, pid: int, env: dict[str, str]) -> None:
+    """Take a server that another process started for this one (``launch``, with ``env``) as
+    this process's server for ``device``: ``server_for`` waits for it to be ready."""
+    with _servers_lock:
+        _adopted[server_key(device, env)] = (sock, pid)
 
 
 def usable(device: str) -> bool:
@@ -357,13 +393,14 @@ def server_for(
     """The running server for this device and thread count (started on first use, with
     ``first`` spares forked at once), or None if one cannot be started (the caller then starts
     a fresh interpreter)."""
-    key = (device, env.get("OMP_NUM_THREADS", ""))
+    key = server_key(device, env)
     with _servers_lock:
         server = _servers.get(key)
         if server is not None and server.alive:
             return server
         try:
-            _servers[key] = ForkServer(device, env, spare_count(device), first)
+            adopted = _adopted.pop(key, None)
+            _servers[key] = ForkServer(device, env, spare_count(device), first, adopted)
         except (OSError, RuntimeError) as exc:
             _servers.pop(key, None)
             give_up(device, f"{type(exc).__name__}: {exc}")  # not tried again for every child

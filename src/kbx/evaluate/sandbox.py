@@ -15,6 +15,7 @@ import resource
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -47,6 +48,14 @@ ENV_KEEP = (
     "TRITON_LIBCUDA_PATH",
 )
 MAX_FILE_BYTES = 16 << 30
+# Hardware work queues of a child's CUDA context (CUDA_DEVICE_MAX_CONNECTIONS; the driver's
+# default is 8).  A host makes and tears down contexts one at a time for all its GPUs: on two
+# H200s about 4.2 a second with 8 queues, for one GPU as for both, and 9.6 with one
+# (scripts/context_rate.py, docs/validation/h200-2026-12-01/), which bounded a two-GPU run's
+# 184 children.  With one queue the streams of a child still run side by side, in the order
+# their work was sent (docs/design/timing.md).  ``KBX_CONNECTIONS`` overrides it; 0 leaves the
+# driver's default.
+CONNECTIONS = 1
 
 
 @dataclass(frozen=True)
@@ -125,7 +134,14 @@ def child_env(workdir: Path, cfg: SandboxConfig) -> dict[str, str]:
     )
     if cfg.gpu is not None:  # the child sees only its GPU, as cuda:0
         env["CUDA_VISIBLE_DEVICES"] = visible_gpu(cfg.gpu)
+    if queues := connections():  # in the fork server's environment too: its spares' contexts
+        env["CUDA_DEVICE_MAX_CONNECTIONS"] = str(queues)
     return env
+
+
+def connections() -> int:
+    """A child context's hardware work queues (``CONNECTIONS``, ``KBX_CONNECTIONS``)."""
+    return int(os.environ.get("KBX_CONNECTIONS", CONNECTIONS))
 
 
 def server_env(cfg: SandboxConfig) -> dict[str, str]:
@@ -134,20 +150,51 @@ def server_env(cfg: SandboxConfig) -> dict[str, str]:
     return child_env(Path("."), dataclasses.replace(cfg, gpu=None))
 
 
-def start_server(cfg: SandboxConfig, slots: Sequence[int | None] = ()) -> None:
+def start_server(
+    cfg: SandboxConfig, slots: Sequence[int | None] = (), launched: Launched | None = None
+) -> None:
     """Start the fork server of ``cfg``'s device in the background, where children will be
     forked: its imports (seconds) then overlap the rest of the run's set-up, and the first
     children, which wait for it (``forkserver.server_for``), find it ready or nearly.  ``slots``:
     the GPU of each job slot of this process; the server forks a spare for each at once, so
-    that the run's first children, which all start together, find their contexts made."""
+    that the run's first children, which all start together, find their contexts made.
+    ``launched``: a server another process started for this one (``launch_server``)."""
+    if launched is not None:
+        forkserver.adopt(cfg.device, *launched)
     if cfg.device.startswith("cuda") and not torch.cuda.is_available():
         return  # nothing to fork for here (a CUDA configuration on a machine without a GPU)
     if cfg.fork and forkserver.usable(cfg.device):
-        env = server_env(cfg)
-        first = dict(Counter(visible_devices(cfg, gpu) for gpu in slots))
         threading.Thread(
-            target=forkserver.server_for, args=(cfg.device, env, first), daemon=True
+            target=forkserver.server_for,
+            args=(cfg.device, server_env(cfg), first_spares(cfg, slots)),
+            daemon=True,
         ).start()
+
+
+# a server started for another process: its socket, its pid and its environment
+Launched = tuple[socket.socket, int, dict[str, str]]
+
+
+def launch_server(
+    cfg: SandboxConfig, slots: Sequence[int | None], spares: int
+) -> tuple[Launched, subprocess.Popen[bytes]] | None:
+    """Start, without waiting for it, the fork server of a worker process (``kbx.procs``) with
+    ``spares`` idle spares and one for each of its ``slots``; the worker adopts it
+    (``start_server``) and the caller reaps the process.  A worker's own imports took seconds
+    before it could start its server, and the spares' contexts came after both; None where
+    there is nothing to fork for."""
+    if not (cfg.fork and forkserver.usable(cfg.device)):
+        return None
+    if cfg.device.startswith("cuda") and not torch.cuda.is_available():
+        return None
+    env = server_env(cfg)
+    sock, proc = forkserver.launch(cfg.device, env, spares, first_spares(cfg, slots))
+    return (sock, proc.pid, env), proc
+
+
+def first_spares(cfg: SandboxConfig, slots: Sequence[int | None]) -> dict[str, int]:
+    """The spares to fork at the server's start: one per job slot, by visible devices."""
+    return dict(Counter(visible_devices(cfg, gpu) for gpu in slots))
 
 
 def visible_devices(cfg: SandboxConfig, gpu: int | None) -> str:
