@@ -88,7 +88,7 @@ def one_run(out: Path, cache: Path, args: argparse.Namespace, profile: bool = Fa
     gpus = gpu_list(args)
     shutil.rmtree(out, ignore_errors=True)  # a store left by an earlier run would be resumed
     began_utc = time.strftime("%H:%M:%S", time.gmtime())  # to line up with nvidia-smi's samples
-    started, cpu_before = time.monotonic(), cpu_times()
+    started, cpu_before, began_epoch = time.monotonic(), cpu_times(), time.time()
     parent_before, workers_before = own_cpu_s(), perf.WORKER_CPU_S[0]
     done: dict[str, Any] = {"n": 0, "baselines": 0, "baselines_s": None}
 
@@ -143,7 +143,10 @@ def one_run(out: Path, cache: Path, args: argparse.Namespace, profile: bool = Fa
             args.keep.mkdir(parents=True, exist_ok=True)
             shutil.copy(log, args.keep / f"{out.name}-{log.name}")
     print(f"{out.name}: CPU seconds {cpu_s}", flush=True)
+    span = job_span(records, began_epoch)
+    print(f"{out.name}: first job began, last ended (s into the run): {span}", flush=True)
     return {
+        "first_job_s": span[0],
         "wall_s": wall,
         "records": records,
         "stage_s": dict(stages),
@@ -151,6 +154,21 @@ def one_run(out: Path, cache: Path, args: argparse.Namespace, profile: bool = Fa
         "cpu_s": cpu_s,
         "baselines_s": done["baselines_s"],  # --baselines-first: the first stage's wall time
     }
+
+
+def job_span(records: list[dict], began_epoch: float) -> tuple[float | None, float | None]:
+    """When the run's first job began and its last ended, in seconds after the run began: the
+    time before the first is the set-up of the run's processes, fork servers and baselines
+    stage; after the last, the run's end."""
+    spans = [
+        (r["started_at"], r["started_at"] + (r.get("duration_s") or 0.0))
+        for r in records
+        if r.get("started_at")
+    ]
+    if not spans:
+        return None, None
+    first, last = min(s[0] for s in spans), max(s[1] for s in spans)
+    return round(first - began_epoch, 2), round(last - began_epoch, 2)
 
 
 def own_cpu_s() -> float:
@@ -309,6 +327,7 @@ def main() -> int:
             warm = one_run(base / "warm1", cache, args)
             keep(warm, args.keep, "warm1")
             figures.update(warm_s=round(warm["wall_s"], 1), stages_warm_s=warm["stage_s"])
+            figures["warm_first_job_s"] = warm["first_job_s"]
             figures["cpu_busy_warm"] = warm["cpu_busy"]
             figures["cpu_s_warm"] = warm["cpu_s"]
             write(args, figures)  # a second run cut off by a time limit leaves the first's figures

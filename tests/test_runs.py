@@ -44,6 +44,22 @@ def test_jobs_are_spread_over_the_gpus(monkeypatch):
     assert torch.get_num_threads() == 3
 
 
+def test_the_parent_hands_its_cached_gpu_memory_back_once_the_last_result_is_out(monkeypatch):
+    events = []
+
+    def fake_evaluate(candidate, cfg):
+        events.append("job")
+        return candidate.task_id
+
+    monkeypatch.setattr(runs, "evaluate", fake_evaluate)
+    monkeypatch.setattr(runs, "release_gpu_memory", lambda: events.append("released"))
+    sched = runs.Scheduler(EvalConfig(device="cpu"), jobs=2, procs=1)
+    results = sched.run([Candidate(f"s{i}", "Activation/gelu", "x") for i in range(3)])
+    for _ in results:
+        assert "released" not in events  # not while results are still being read
+    assert events == ["job"] * 3 + ["released"]
+
+
 def test_a_run_on_several_gpus_has_a_worker_process_per_gpu_by_default():
     assert runs.Scheduler(EvalConfig(device="cuda"), jobs=4, gpus=[0, 1]).procs == 2
     assert runs.Scheduler(EvalConfig(device="cuda"), jobs=4, gpus=[0]).procs == 1
@@ -97,12 +113,13 @@ def test_worker_processes_start_before_the_parents_set_up_and_stop_if_it_fails(m
             events.append("stopped")
 
     monkeypatch.setattr(runs.procs, "Workers", FakeWorkers)
+    monkeypatch.setattr(runs, "release_gpu_memory", lambda: events.append("released"))
     monkeypatch.setattr(runs.Scheduler, "prepare", lambda self: events.append("prepare"))
     monkeypatch.setattr(runs.Scheduler, "baselines", lambda self, ids, cb: events.append("base"))
     cfg = EvalConfig(device="cuda", run_dir=Path("/tmp/kbx-run"), baselines_first=True)
     sched = runs.Scheduler(cfg, jobs=4, gpus=[0, 1], procs=2)
     list(sched.run([Candidate("s", "Math/add", "x")]))
-    assert events == ["workers", "prepare", "base", "candidates"]
+    assert events == ["workers", "prepare", "base", "candidates", "released"]
 
     def failing(self, ids, cb):
         raise RuntimeError("stage failed")

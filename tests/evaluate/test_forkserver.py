@@ -104,6 +104,38 @@ def test_a_forked_child_that_cannot_set_up_sends_the_candidate_to_a_fresh_interp
     assert not forkserver.usable("cpu")
 
 
+def test_a_forked_child_whose_set_up_ran_out_of_gpu_memory_leaves_the_fork_server_on(
+    monkeypatch,
+):
+    """The device being full for a moment is no fault of the fork server: the candidate runs
+    again from it, and the children after it are still forked."""
+    import subprocess
+    import sys
+
+    from kbx.evaluate.sandbox import run_child
+    from kbx.suite import find
+    from kbx.verdict import Reject, Verdict
+
+    spawned = []
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 256.00 MiB"
+
+    class FullServer:
+        def spawn(self, job, cwd, env, fds):
+            spawned.append(job)
+            code = f"import sys; sys.stderr.write({oom!r}); raise SystemExit(70)"
+            return subprocess.Popen([sys.executable, "-c", code], stderr=fds[2])
+
+    monkeypatch.setattr(forkserver, "_given_up", {})
+    monkeypatch.setattr(forkserver, "server_for", lambda device, env: FullServer())
+    try:
+        run_child(find("Activation/gelu"), KILLER, SandboxConfig(device="cpu", perf=False))
+    except Reject as r:
+        assert r.verdict == Verdict.HARNESS_ERROR and "out of memory" in r.detail
+    else:
+        raise AssertionError("a child that could not start must be rejected")
+    assert len(spawned) == 2 and forkserver.usable("cpu")
+
+
 def test_a_server_that_cannot_start_is_not_retried_for_every_child(monkeypatch):
     starts = []
 

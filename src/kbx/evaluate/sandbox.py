@@ -97,7 +97,10 @@ class ChildRun:
 def run_child(task: Task, code: str, cfg: SandboxConfig) -> ChildRun:
     """Run the candidate in a child; if a child from the fork server cannot even set up (kbx's
     fault, e.g. CUDA unusable after the fork on some machine), the fork server is given up for
-    this device and the candidate runs again in a fresh interpreter."""
+    this device and the candidate runs again in a fresh interpreter.  A set-up that ran out of
+    GPU memory (the device was full for a moment) is no fault of the fork server: the
+    candidate runs again from it.  On the H200 one such child turned the server off for the
+    rest of a run, whose other 150 children then started a fresh interpreter each (2026-12-01)."""
     for attempt in (1, 2):
         workdir = Path(tempfile.mkdtemp(prefix="kbx-", dir=scratch_root()))
         child = Child(task, code, cfg, workdir)
@@ -106,10 +109,16 @@ def run_child(task: Task, code: str, cfg: SandboxConfig) -> ChildRun:
         except Reject as r:
             if attempt == 2 or not child.forked or r.verdict != Verdict.HARNESS_ERROR:
                 raise
-            forkserver.give_up(cfg.device, r.detail)
+            if not lacked_memory(r.detail):
+                forkserver.give_up(cfg.device, r.detail)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
     raise AssertionError("unreachable")
+
+
+def lacked_memory(detail: str) -> bool:
+    """Whether a child's failure reads as the device's memory running out."""
+    return "out of memory" in detail.lower()
 
 
 def scratch_root() -> str | None:
