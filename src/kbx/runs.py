@@ -180,8 +180,8 @@ class Scheduler:
 
 def release_gpu_memory() -> None:
     """Hand this process's cached GPU memory back once a run is over.  The parent keeps the
-    blocks of its checks cached (75 GB of an H200's 140 after a warm run, 2026-12-01), and the
-    next run in the same process began with its first children out of memory."""
+    blocks of its checks cached (74.8 GiB of an H200's 139.8 after a warm run, 2026-12-01),
+    and the next run in the same process began with its first children out of memory."""
     if torch.cuda.is_initialized():
         torch.cuda.empty_cache()
 

@@ -100,7 +100,7 @@ def run_child(task: Task, code: str, cfg: SandboxConfig) -> ChildRun:
     this device and the candidate runs again in a fresh interpreter.  A set-up that ran out of
     GPU memory (the device was full for a moment) is no fault of the fork server: the
     candidate runs again from it.  On the H200 one such child turned the server off for the
-    rest of a run, whose other 150 children then started a fresh interpreter each (2026-12-01)."""
+    rest of a run, and 167 of its children then started a fresh interpreter each (2026-12-01)."""
     for attempt in (1, 2):
         workdir = Path(tempfile.mkdtemp(prefix="kbx-", dir=scratch_root()))
         child = Child(task, code, cfg, workdir)
