@@ -165,3 +165,15 @@ def test_a_server_started_by_another_process_is_adopted_not_started_again(tmp_pa
         server.close()
     assert proc.wait(30) is not None  # the process that launched it reaps it
     assert not forkserver._adopted  # taken once
+
+
+def test_a_server_that_cannot_be_launched_for_a_worker_leaves_it_fresh_interpreters(monkeypatch):
+    from kbx.evaluate.sandbox import launch_server
+
+    def refused(*args):
+        raise OSError("no more processes")
+
+    monkeypatch.setattr(forkserver, "_given_up", {})
+    monkeypatch.setattr(forkserver, "launch", refused)
+    assert launch_server(SandboxConfig(device="cpu", perf=False), [None], 1) is None
+    assert not forkserver.usable("cpu")

@@ -197,7 +197,11 @@ def launch_server(
     if cfg.device.startswith("cuda") and not torch.cuda.is_available():
         return None
     env = server_env(cfg)
-    sock, proc = forkserver.launch(cfg.device, env, spares, first_spares(cfg, slots))
+    try:
+        sock, proc = forkserver.launch(cfg.device, env, spares, first_spares(cfg, slots))
+    except OSError as exc:  # as for a server that would not start: fresh interpreters
+        forkserver.give_up(cfg.device, f"{type(exc).__name__}: {exc}")
+        return None
     return (sock, proc.pid, env), proc
 
 
