@@ -16,7 +16,18 @@ import sys
 
 import pandas as pd
 
-SHOWN = ("setup", "setup_inputs", "lock", "run", "timing", "kill", "load", "check", "check_wait")
+SHOWN = (
+    "spawn",
+    "setup",
+    "setup_inputs",
+    "lock",
+    "run",
+    "timing",
+    "kill",
+    "load",
+    "check",
+    "check_wait",
+)
 
 
 def main(path: str, n: int) -> None:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from kbx import trace
 from kbx.candidate import Candidate
 from kbx.evaluate import cores, forkserver, reference, sandbox
 from kbx.evaluate.pipeline import EvalConfig
@@ -228,8 +229,10 @@ def serve(
     os.environ.update(env)
     from kbx.runs import Scheduler
 
+    trace.mark("worker: imported")
     sched = Scheduler(cfg, len(slots), list(dict.fromkeys(slots)))
     sched.prepare(reserved, launched)
+    trace.mark("worker: set up")
 
     def job_thread() -> None:
         while (item := todo.get()) is not None:

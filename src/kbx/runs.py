@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from kbx import procs
+from kbx import procs, trace
 from kbx.candidate import Candidate, read_source
 from kbx.evaluate import cores, gpuops, gpuwait, perf, reference, sandbox
 from kbx.evaluate.pipeline import EvalConfig, evaluate
@@ -80,9 +80,11 @@ class Scheduler:
             workers = procs.Workers(self)
         try:
             self.prepare()
+            trace.mark("parent: set up")
             if self.cfg.timed and self.cfg.baselines_first:
                 candidates = list(candidates)
                 self.baselines([c.task_id for c in candidates], on_baseline)
+                trace.mark("parent: baselines stage over")
         except BaseException:
             if workers is not None:
                 workers.stop()
@@ -120,8 +122,10 @@ class Scheduler:
         # 2026-11-30).  The fork server does the same for its children.
         gpuops.preload()
         reference.preload()  # likewise for fake tensors (the judge's output structures)
+        trace.mark("set-up: dispatch modes loaded")
         gpuops.use_thread_streams(self.cfg.thread_streams)
         gpuwait.asleep()  # its threads wait for the GPU without spinning a core each
+        trace.mark("set-up: CUDA driver started")
         if reserved is None:
             self.reserve()
         else:

@@ -65,6 +65,27 @@ def test_a_finished_child_reports_its_cpu_time_and_where_its_setup_went(tmp_path
     assert process_cpu_s(2**22 + 7) is None  # no such process
 
 
+def test_the_wait_for_the_fork_server_to_hand_over_a_child_is_its_own_stage(monkeypatch):
+    """Before the child's setup: a fork server still importing, or answering other requests,
+    holds up the job there (the first jobs of a run on two H200s, 2026-12-01)."""
+    from kbx.evaluate import forkserver
+    from kbx.evaluate.sandbox import server_env
+
+    cfg = SandboxConfig(device="cpu", perf=False)
+    real = forkserver.server_for("cpu", server_env(cfg))
+    assert real is not None
+
+    class Slow:
+        def spawn(self, *args):
+            time.sleep(0.3)
+            return real.spawn(*args)
+
+    monkeypatch.setattr(forkserver, "server_for", lambda device, env: Slow())
+    code = (REFERENCE / "Math" / "rsqrt.py").read_text()
+    run = run_child(find("Math/rsqrt"), code, cfg)
+    assert run.stage_s["spawn"] >= 0.3
+
+
 def test_children_make_their_cuda_context_with_one_work_queue_unless_told(tmp_path, monkeypatch):
     cfg = SandboxConfig(device="cuda", perf=True, gpu=1)
     monkeypatch.delenv("KBX_CONNECTIONS", raising=False)

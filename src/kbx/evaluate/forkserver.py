@@ -55,11 +55,14 @@ def serve(
     import torch  # noqa: F401 - imported here so that children start with it
     import triton  # noqa: F401
 
+    from kbx import trace
     from kbx.evaluate import benchtime, child, gpuops, launches, runner  # noqa: F401
     from kbx.suite import load_suite
 
+    trace.mark("fork server: imported")
     load_suite()
     gpuops.preload()
+    trace.mark("fork server: suite and dispatch modes loaded")
     if torch.cuda.is_initialized():  # a forked child could not use CUDA
         raise RuntimeError("CUDA was initialised in the fork server")
     wake_r, wake_w = socket.socketpair()  # SIGCHLD wakes the select below
@@ -72,6 +75,7 @@ def serve(
     for visible, count in (first or {}).items() if spare_count else ():  # none: spares are off
         pool.fill(visible, mine, max(count, spare_count))
     sock.send(json.dumps({"ready": True}).encode())
+    trace.mark("fork server: ready, first spares forked")
     while True:
         ready, _, _ = select.select([sock, wake_r], [], [])
         if wake_r in ready:

@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 import kbx
+from kbx import trace
 from kbx.evaluate import forkserver
 from kbx.task import Task
 from kbx.verdict import CHILD_VERDICTS, Reject, Verdict
@@ -91,7 +92,7 @@ class SandboxConfig:
 class ChildRun:
     outputs: dict[str, list[Any]] = field(default_factory=dict)
     timings: list[dict[str, Any]] = field(default_factory=list)
-    stage_s: dict[str, float] = field(default_factory=dict)  # setup, import, run, ..., kill, load
+    stage_s: dict[str, float] = field(default_factory=dict)  # spawn, setup, ..., kill, load
 
 
 def run_child(task: Task, code: str, cfg: SandboxConfig) -> ChildRun:
@@ -156,7 +157,10 @@ def connections() -> int:
 def server_env(cfg: SandboxConfig) -> dict[str, str]:
     """The fork server's environment: the children's, less what each child sets for itself
     (its folder, its GPU)."""
-    return child_env(Path("."), dataclasses.replace(cfg, gpu=None))
+    env = child_env(Path("."), dataclasses.replace(cfg, gpu=None))
+    if trace.on():  # the server's own marks; its children's environments leave it out
+        env[trace.VAR] = "1"
+    return env
 
 
 def start_server(
@@ -254,6 +258,7 @@ class Child:
         self.buffer = b""
         self.stage = "setup"
         self.forked = False
+        self.spawn_s = 0.0
         self.setup_parts: Any = None  # the child's own split of its setup ("ready")
 
     def run(self) -> ChildRun:
@@ -269,11 +274,13 @@ class Child:
             "timing_core": self.cfg.timing_core,
         }
         (self.workdir / "job.json").write_text(json.dumps(job))
+        spawning = time.monotonic()
         with (
             open(self.workdir / "stdout.txt", "wb") as out,
             open(self.workdir / "stderr.txt", "wb") as err,
         ):
             self.proc = self.start(write_fd, out.fileno(), err.fileno())
+        self.spawn_s = time.monotonic() - spawning  # a fork server still starting, included
         os.close(write_fd)
         try:
             return self.follow(read_fd)
@@ -369,6 +376,7 @@ class Child:
         run = self.collect(msg)
         # apart: the kill waits for the child's end, its CUDA context's teardown included
         spent["kill"], spent["load"] = loading - killing, time.monotonic() - loading
+        spent["spawn"] = self.spawn_s  # before the setup stage: the request for the child
         run.stage_s = {k: round(v, 3) for k, v in spent.items()}
         if cpu is not None:  # CPU seconds, not a stage: where a loaded run's cores went
             run.stage_s["child_cpu"] = round(cpu, 3)
