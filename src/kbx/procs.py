@@ -45,10 +45,15 @@ MIN_SPARES = 2  # idle spares per worker at least (``spares_each``)
 POLL_S = 1.0  # how often the parent looks for workers that died while it waits for results
 
 
+def slot_gpus(gpus: list[int | None], count: int) -> list[int | None]:
+    """The GPU of each of ``count`` job slots: ``gpus`` in turn."""
+    return [gpus[i % len(gpus)] for i in range(count)]
+
+
 def split_slots(gpus: list[int | None], jobs: int, procs: int) -> list[list[int | None]]:
     """Each worker's job slots (their GPUs): slot i takes GPU i % len(gpus) and goes to worker
     i % procs; no worker is left without a slot."""
-    slots = [gpus[i % len(gpus)] for i in range(jobs)]
+    slots = slot_gpus(gpus, jobs)
     return [part for w in range(procs) if (part := slots[w::procs])]
 
 
@@ -137,8 +142,7 @@ class Workers:
 
 def worker_slots(part: list[int | None]) -> list[int | None]:
     """The GPU of each job slot of the worker serving ``part``, as its scheduler sees them."""
-    gpus = list(dict.fromkeys(part))
-    return [gpus[i % len(gpus)] for i in range(len(part))]
+    return slot_gpus(list(dict.fromkeys(part)), len(part))
 
 
 def crowded(parts: list[list[int | None]], part: list[int | None]) -> bool:

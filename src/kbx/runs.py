@@ -115,7 +115,9 @@ class Scheduler:
         if not self.cfg.device.startswith("cuda"):
             return
         if self.procs == 1 or reserved is not None:  # a process that runs children
-            sandbox.start_server(self.cfg.sandbox(), slot_gpus(self.gpus, self.jobs), launched)
+            sandbox.start_server(
+                self.cfg.sandbox(), procs.slot_gpus(self.gpus, self.jobs), launched
+            )
         # Before any thread: the first operation under a dispatch mode imports torch._dynamo and
         # more, which register operators; on the H200 (torch 2.11) that import, begun by 16
         # reference threads at once while others dispatched, crashed the process (segfault,
@@ -210,14 +212,9 @@ def gpu_slots(gpus: list[int | None], count: int) -> queue.Queue[int | None]:
     """``count`` slots, each naming one of ``gpus`` in turn: a worker takes one, runs on that GPU
     and gives it back."""
     slots: queue.Queue[int | None] = queue.Queue()
-    for gpu in slot_gpus(gpus, count):
+    for gpu in procs.slot_gpus(gpus, count):
         slots.put(gpu)
     return slots
-
-
-def slot_gpus(gpus: list[int | None], count: int) -> list[int | None]:
-    """The GPU of each of ``count`` job slots: ``gpus`` in turn."""
-    return [gpus[i % len(gpus)] for i in range(count)]
 
 
 @dataclass

@@ -174,14 +174,20 @@ def start_server(
     ``launched``: a server another process started for this one (``launch_server``)."""
     if launched is not None:
         forkserver.adopt(cfg.device, *launched)
-    if cfg.device.startswith("cuda") and not torch.cuda.is_available():
-        return  # nothing to fork for here (a CUDA configuration on a machine without a GPU)
-    if cfg.fork and forkserver.usable(cfg.device):
+    if forks(cfg):
         threading.Thread(
             target=forkserver.server_for,
             args=(cfg.device, server_env(cfg), first_spares(cfg, slots)),
             daemon=True,
         ).start()
+
+
+def forks(cfg: SandboxConfig) -> bool:
+    """Whether ``cfg``'s children come from a fork server: asked for, not given up, and with
+    something to fork for (not a CUDA configuration on a machine without a GPU)."""
+    if not (cfg.fork and forkserver.usable(cfg.device)):
+        return False
+    return not cfg.device.startswith("cuda") or torch.cuda.is_available()
 
 
 # a server started for another process: its socket, its pid and its environment
@@ -196,9 +202,7 @@ def launch_server(
     (``start_server``) and the caller reaps the process.  A worker's own imports took seconds
     before it could start its server, and the spares' contexts came after both; None where
     there is nothing to fork for."""
-    if not (cfg.fork and forkserver.usable(cfg.device)):
-        return None
-    if cfg.device.startswith("cuda") and not torch.cuda.is_available():
+    if not forks(cfg):
         return None
     env = server_env(cfg)
     try:
