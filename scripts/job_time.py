@@ -17,6 +17,7 @@ import sys
 import pandas as pd
 
 SHOWN = (
+    "start",
     "spawn",
     "setup",
     "setup_inputs",

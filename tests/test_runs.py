@@ -68,6 +68,40 @@ def test_a_run_on_several_gpus_has_a_worker_process_per_gpu_by_default():
     assert runs.Scheduler(EvalConfig(device="cuda"), jobs=4, gpus=[0], procs=3).procs == 3
 
 
+def test_loading_makes_each_gpus_context_and_lets_the_threads_go_even_if_it_fails(monkeypatch):
+    from kbx.evaluate import gpuops, reference
+
+    made: list[int | None] = []
+    monkeypatch.setattr(gpuops, "make_context", made.append)
+
+    def fails() -> None:
+        raise RuntimeError("no fake tensors")
+
+    monkeypatch.setattr(reference, "preload", fails)
+    sched = runs.Scheduler(EvalConfig(device="cuda"), 4, [0, 1], procs=1)
+    gpuops.begin_loading()
+    with pytest.raises(RuntimeError):
+        sched.load()
+    assert made == [0, 1]
+    assert gpuops._loaded.is_set()
+
+
+def test_processes_with_job_threads_hand_the_gil_over_often():
+    """A job thread's short steps between system calls wait for the GIL; at CPython's 5 ms
+    they held the first jobs of a two-H200 run back by seconds (``runs.SWITCH_S``)."""
+    import sys
+
+    before = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.005)
+        runs.Scheduler(EvalConfig(device="cpu"), 4, procs=2).prepare()  # the parent of workers
+        assert sys.getswitchinterval() == pytest.approx(0.005)
+        runs.Scheduler(EvalConfig(device="cpu"), 4).prepare()  # its own job threads
+        assert sys.getswitchinterval() == pytest.approx(runs.SWITCH_S)
+    finally:
+        sys.setswitchinterval(before)
+
+
 def test_baselines_first_measures_each_task_once_before_any_candidate(monkeypatch):
     events = []
 

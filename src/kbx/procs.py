@@ -112,6 +112,7 @@ class Workers:
             todo_list = list(candidates)
             for item in enumerate(todo_list):
                 self.todo.put(item)
+            trace.mark("parent: candidates queued")
             self.send_stops()  # one per job thread, after every candidate
             yield from collect(todo_list, self.device, self.procs, self.done)
         finally:
@@ -239,8 +240,12 @@ def serve(
     trace.mark("worker: set up")
 
     def job_thread() -> None:
+        first = True
         while (item := todo.get()) is not None:
             index, candidate = item
+            if first:
+                trace.mark(f"worker: first candidate of a job thread ({index})")
+                first = False
             done.put(("start", index, os.getpid()))
             try:
                 result = sched.evaluate(candidate)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import queue
 import statistics
+import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, replace
@@ -27,6 +29,14 @@ from kbx.suite import find, select
 from kbx.task import Task
 
 CHECK_SHARE = 4  # the parent's torch threads: the cores over this (``check_threads``)
+# How long a thread of a job-running process holds the GIL while others wait for it
+# (``sys.setswitchinterval``; CPython's default is 5 ms).  A job thread waits for the GIL after
+# each of its system calls (its child's folder and files, the request to the fork server, the
+# child's messages), up to that long while another thread computes references or imports
+# modules: at 5 ms the first 32 jobs of a two-H200 run took 3.7-7.7 s each to reach their
+# child; at 0.5 ms the first 16 of one H200 took 0.06-0.08 s, beside an import in another
+# thread (2026-12-01, docs/validation/h200-2026-12-01b/).
+SWITCH_S = 0.0005
 
 
 class Scheduler:
@@ -74,10 +84,12 @@ class Scheduler:
     ) -> Iterator[tuple[Candidate, Result]]:
         """Results as the candidates finish; with ``cfg.baselines_first``, after every baseline
         their tasks lack has been measured (``on_baseline(task_id, left)`` after each task)."""
+        trace.mark("parent: run begins")
         workers = None
         if self.procs > 1:  # started first: their set-up overlaps this process's
             self.reserve()
             workers = procs.Workers(self)
+            trace.mark("parent: workers started")
         try:
             self.prepare()
             trace.mark("parent: set up")
@@ -112,19 +124,14 @@ class Scheduler:
         """This process's set-up for jobs on GPUs; a worker process adopts the parent's
         ``reserved`` timing cores instead of reserving its own, and the fork server the parent
         ``launched`` for it."""
+        if self.procs == 1 or reserved is not None:  # a process with job threads
+            sys.setswitchinterval(SWITCH_S)
         if not self.cfg.device.startswith("cuda"):
             return
         if self.procs == 1 or reserved is not None:  # a process that runs children
             sandbox.start_server(
                 self.cfg.sandbox(), procs.slot_gpus(self.gpus, self.jobs), launched
             )
-        # Before any thread: the first operation under a dispatch mode imports torch._dynamo and
-        # more, which register operators; on the H200 (torch 2.11) that import, begun by 16
-        # reference threads at once while others dispatched, crashed the process (segfault,
-        # 2026-11-30).  The fork server does the same for its children.
-        gpuops.preload()
-        reference.preload()  # likewise for fake tensors (the judge's output structures)
-        trace.mark("set-up: dispatch modes loaded")
         gpuops.use_thread_streams(self.cfg.thread_streams)
         gpuwait.asleep()  # its threads wait for the GPU without spinning a core each
         trace.mark("set-up: CUDA driver started")
@@ -135,6 +142,26 @@ class Scheduler:
         torch.set_num_threads(self.check_threads())
         for gpu in self.gpus:
             cores.register(self.lock(gpu), cores.for_gpu(gpu))
+        if self.procs == 1 or reserved is not None:  # a process whose threads check results
+            gpuops.begin_loading()
+            threading.Thread(target=self.load, daemon=True, name="kbx-load").start()
+
+    def load(self) -> None:
+        """Make this process's CUDA contexts and load what its threads' first checks would
+        import (fake tensors: torch._dynamo and some 800 modules, 3.5 s on the H200) while its
+        jobs' children start: their threads run no torch operation until it is done
+        (``gpuops.wait_loaded``).  Done before the job threads began, it kept a two-H200 run's
+        workers from taking their first candidates until 6.6-7.1 s into the run
+        (2026-12-01)."""
+        try:
+            for gpu in self.gpus:
+                gpuops.make_context(gpu)
+            trace.mark("set-up: CUDA contexts made")
+            gpuops.preload()
+            reference.preload()  # the judge's output structures (``reference.output_structure``)
+            trace.mark("set-up: dispatch modes loaded")
+        finally:
+            gpuops.done_loading()
 
     def reserve(self) -> None:
         """A core per GPU for its timing turns, the rest for all else (before any worker

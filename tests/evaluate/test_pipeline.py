@@ -77,3 +77,19 @@ def test_the_child_gets_absolute_paths_for_a_relative_run_folder(tmp_path, monke
     sandbox = EvalConfig(device="cuda", run_dir=Path("runs/x"), triton_cache=Path("tc")).sandbox()
     assert sandbox.lock_path == tmp_path / "runs/x/gpu0.lock"
     assert sandbox.cache_dir == tmp_path / "tc"
+
+
+def test_a_result_times_the_steps_before_its_child_starts(monkeypatch):
+    """``start``: the job's steps before its child (the prefetches); the first jobs of a
+    two-H200 run spent seconds there that no stage counted (2026-12-01)."""
+    from kbx.candidate import Candidate
+    from kbx.evaluate import pipeline, reference
+
+    def slow_prefetch(*args, **kwargs):
+        time.sleep(0.3)
+
+    monkeypatch.setattr(reference, "prefetch", slow_prefetch)
+    code = (REFERENCE / "Math" / "rsqrt.py").read_text()
+    result = pipeline.evaluate(Candidate("x", "Math/rsqrt", code), EvalConfig(device="cpu"))
+    assert result.verdict.value == "passed"
+    assert 0.3 <= result.stage_s["start"] < result.duration_s

@@ -91,6 +91,30 @@ def test_a_failed_prefetch_is_computed_again_on_demand(monkeypatch):
     reference.forget(task)
 
 
+def test_references_and_the_judge_wait_while_the_process_loads(monkeypatch):
+    """Their first torch operations would import what the process is loading (``gpuops``)."""
+    from kbx.evaluate import gpuops
+
+    monkeypatch.setattr(reference, "_cache", {})
+    task = find("Math/add")
+    got: list[object] = []
+    gpuops.begin_loading()
+    try:
+        workers = [
+            threading.Thread(target=lambda: got.append(reference.compute(task, "cases", 0, "cpu"))),
+            threading.Thread(target=lambda: got.append(reference.judge(task, {}, "cpu"))),
+        ]
+        for w in workers:
+            w.start()
+        workers[0].join(0.3)
+        assert not got and all(w.is_alive() for w in workers)
+    finally:
+        gpuops.done_loading()
+    for w in workers:
+        w.join(30)
+    assert len(got) == 2
+
+
 def test_the_judge_tells_how_long_each_kind_of_output_took():
     from kbx.evaluate.runner import Plan
 

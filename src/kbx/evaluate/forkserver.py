@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+from kbx import trace
 from kbx.evaluate import spares
 
 READY_TIMEOUT_S = 120.0  # the server's own start-up: imports of torch and triton
@@ -55,7 +56,6 @@ def serve(
     import torch  # noqa: F401 - imported here so that children start with it
     import triton  # noqa: F401
 
-    from kbx import trace
     from kbx.evaluate import benchtime, child, gpuops, launches, runner  # noqa: F401
     from kbx.suite import load_suite
 
@@ -90,7 +90,7 @@ def serve(
         if not data:  # the parent has gone (exited, or killed by a time limit)
             no_wake_ups()  # idle spares end as the sockets close: their exits wake nothing
             return 0
-        request = json.loads(data)
+        request = parse(data)
         visible = request["env"].get("CUDA_VISIBLE_DEVICES", "")
         pid = pool.take(visible, data, fds)
         if pid is None:  # no spare ready: fork one for this job
@@ -102,6 +102,14 @@ def serve(
         children.add(pid)
         sock.send(json.dumps({"id": request["id"], "pid": pid}).encode())
         pool.fill(visible, mine)
+
+
+def parse(data: bytes) -> dict[str, Any]:
+    """A child's request (the first marked for ``KBX_TRACE``)."""
+    request: dict[str, Any] = json.loads(data)
+    if request["id"] == 1:
+        trace.mark("fork server: first request")
+    return request
 
 
 def reap(children: set[int], pool: spares.Spares, sock: socket.socket) -> None:
@@ -167,6 +175,7 @@ def spare(device: str, visible: str, conn: socket.socket, close: list[socket.soc
         from kbx.evaluate import child
 
         child.make_context(device)
+        trace.mark(f"spare: context made for {visible or 'all devices'}")
         say_ready(conn)
         data, fds = next_job(conn)
         conn.close()
@@ -291,6 +300,7 @@ class ForkServer:
                 msg = json.loads(data)
                 if msg.get("ready"):
                     self.ready = True
+                    trace.mark("fork server ready for this process")
                 elif "exit" in msg:
                     self.exits[msg["pid"]] = msg["exit"]
                 else:

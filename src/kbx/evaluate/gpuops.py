@@ -47,6 +47,13 @@ def gpu_ops_locked(
 
 
 class LockedOps(TorchDispatchMode):
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """Not wrapped in ``torch._dynamo.disable``, which imports torch._dynamo (some 800
+        modules) at the mode's first operation (``preload``).  Nothing is compiled under this
+        mode: it covers trusted eager code (inputs, references, checks)."""
+        return False
+
     def __init__(self, lock: str, what: str, device_type: str) -> None:
         super().__init__()
         self.lock, self.what, self.device_type = lock, what, device_type
@@ -153,12 +160,41 @@ def thread_stream(gpu: int | None) -> Any:
 
 
 def preload() -> None:
-    """Import what the first operation under a dispatch mode imports (torch._dynamo, sympy and
-    triton's compiler: some 800 modules), once in the fork server instead of in every child: on
-    the H200 it made each child's setup ~5 s longer with 16 children starting at once
-    (2026-11-30).  Initialises nothing on the GPU."""
+    """The first operation under ``LockedOps``, before any thread's: with torch's wrapper of
+    dispatch modes it imported torch._dynamo, sympy and triton's compiler (some 800 modules,
+    3.5 s on the H200), which made each child's setup ~5 s longer with 16 children starting
+    at once (2026-11-30); ``LockedOps`` now opts out of that wrapper.  Initialises nothing on
+    the GPU."""
     with LockedOps("", "preload", "cuda"):
         torch.ones(1).add_(1)  # a CPU operation: no hold is taken
+
+
+# Clear while a process loads what its threads' first torch operations would import
+# (``begin_loading``): until then those threads run none (``wait_loaded``).  A first
+# operation under a dispatch mode imports and registers operators, and on the H200 (torch
+# 2.11) that import, begun by 16 threads at once while others dispatched, crashed the process
+# (segfault, 2026-11-30).
+_loaded = threading.Event()
+_loaded.set()
+
+
+def begin_loading() -> None:
+    """This process's threads wait at ``wait_loaded`` until ``done_loading``."""
+    _loaded.clear()
+
+
+def done_loading() -> None:
+    _loaded.set()
+
+
+def wait_loaded() -> None:
+    """Before a thread's torch operations: wait while the process is still loading."""
+    _loaded.wait()
+
+
+def make_context(gpu: int | None) -> None:
+    """This process's CUDA context on ``gpu`` (None: the current device), made now."""
+    torch.cuda.synchronize(gpu)
 
 
 def heavy(leaves: list[Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:

@@ -94,6 +94,7 @@ def evaluate(candidate: Candidate, cfg: EvalConfig) -> Result:
         if cfg.timed:  # measured (or looked up) while the candidate runs
             perf.prefetch(task, cfg.kinds, lock, perf.open_cache(cfg.baseline_cache), cfg.gpu)
         reference.prefetch(task, cfg.device, lock, cfg.gpu, cfg.timed)  # likewise
+        before_child = time.monotonic() - started
         child = run_child(task, candidate.code, sandbox)
         with cfg.device_context():
             stage, checked = "check", time.monotonic()
@@ -101,6 +102,7 @@ def evaluate(candidate: Candidate, cfg: EvalConfig) -> Result:
             waited = reference.judge(task, child.outputs, cfg.device, lock, spent)
             result = Result.of(candidate, cfg.device, Verdict.PASSED, "all cases match", "done")
             result.stage_s = dict(child.stage_s, check=round(time.monotonic() - checked, 3))
+            result.stage_s["start"] = round(before_child, 3)
             result.stage_s["check_wait"] = round(waited, 3)
             result.stage_s.update({f"check_{k}": round(v, 3) for k, v in spent.items()})
             if cfg.timed:

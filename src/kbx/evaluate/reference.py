@@ -17,7 +17,7 @@ from torch.utils._pytree import tree_leaves, tree_map
 
 from kbx.evaluate.compare import compare
 from kbx.evaluate.gpulock import waited_s
-from kbx.evaluate.gpuops import gpu_ops_locked, on_device
+from kbx.evaluate.gpuops import gpu_ops_locked, on_device, wait_loaded
 from kbx.evaluate.runner import (
     detached,
     fresh_arguments,
@@ -123,6 +123,7 @@ def compute(
     are cached (benchmark outputs are too large to keep).  The inputs' GPU work and the
     reference run take the GPU ``lock`` op by op (``gpuops``): CPU work runs outside it, and a
     waiting timing gets its turn between two GPU operations."""
+    wait_loaded()
     case: Case = (task.cases if kind in ("cases", "refill") else task.bench)[index]
     if kind in ("refill", "timed_refill"):
         case = refill_case(case)
@@ -223,6 +224,7 @@ def judge(
     its turn between GPU operations (a check held it 76 s on two H200s, 2026-11-30, while
     every timing and newcomer waited).  Returns the seconds spent waiting for it; ``spent``
     gets the seconds of each kind of output (cases, refill, bench, timed), waits included."""
+    wait_loaded()
     waited = waited_s()
     spent = {} if spent is None else spent
     for kind in ("cases", "refill", "bench", "timed"):

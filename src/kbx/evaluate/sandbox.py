@@ -31,7 +31,7 @@ import torch
 
 import kbx
 from kbx import trace
-from kbx.evaluate import forkserver
+from kbx.evaluate import forkserver, gpuops
 from kbx.task import Task
 from kbx.verdict import CHILD_VERDICTS, Reject, Verdict
 
@@ -257,6 +257,7 @@ def limit_resources() -> None:  # runs in the child between fork and exec
 
 class Child:
     def __init__(self, task: Task, code: str, cfg: SandboxConfig, workdir: Path) -> None:
+        self.made = time.monotonic()  # ``spawn`` counts from here: the folder's files too
         self.task, self.cfg, self.workdir = task, cfg, workdir
         (workdir / "candidate.py").write_text(code)
         self.buffer = b""
@@ -278,13 +279,12 @@ class Child:
             "timing_core": self.cfg.timing_core,
         }
         (self.workdir / "job.json").write_text(json.dumps(job))
-        spawning = time.monotonic()
         with (
             open(self.workdir / "stdout.txt", "wb") as out,
             open(self.workdir / "stderr.txt", "wb") as err,
         ):
             self.proc = self.start(write_fd, out.fileno(), err.fileno())
-        self.spawn_s = time.monotonic() - spawning  # a fork server still starting, included
+        self.spawn_s = time.monotonic() - self.made  # a fork server still starting, included
         os.close(write_fd)
         try:
             return self.follow(read_fd)
@@ -464,6 +464,7 @@ class Child:
 
     def collect(self, msg: dict[str, Any]) -> ChildRun:
         path = self.workdir / "outputs.pt"
+        gpuops.wait_loaded()  # the process's first torch operations may still be loading
         try:
             outputs = torch.load(path, weights_only=True)  # tensors only: no code runs here
         except Exception as exc:  # noqa: BLE001 - a corrupt file is the candidate's doing
