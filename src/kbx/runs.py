@@ -124,11 +124,12 @@ class Scheduler:
         """This process's set-up for jobs on GPUs; a worker process adopts the parent's
         ``reserved`` timing cores instead of reserving its own, and the fork server the parent
         ``launched`` for it."""
-        if self.procs == 1 or reserved is not None:  # a process with job threads
+        jobs_here = self.procs == 1 or reserved is not None  # not the parent of workers
+        if jobs_here:
             sys.setswitchinterval(SWITCH_S)
         if not self.cfg.device.startswith("cuda"):
             return
-        if self.procs == 1 or reserved is not None:  # a process that runs children
+        if jobs_here:
             sandbox.start_server(
                 self.cfg.sandbox(), procs.slot_gpus(self.gpus, self.jobs), launched
             )
@@ -142,7 +143,7 @@ class Scheduler:
         torch.set_num_threads(self.check_threads())
         for gpu in self.gpus:
             cores.register(self.lock(gpu), cores.for_gpu(gpu))
-        if self.procs == 1 or reserved is not None:  # a process whose threads check results
+        if jobs_here:
             gpuops.begin_loading()
             threading.Thread(target=self.load, daemon=True, name="kbx-load").start()
 

@@ -170,10 +170,11 @@ def preload() -> None:
 
 
 # Clear while a process loads what its threads' first torch operations would import
-# (``begin_loading``): until then those threads run none (``wait_loaded``).  A first
-# operation under a dispatch mode imports and registers operators, and on the H200 (torch
-# 2.11) that import, begun by 16 threads at once while others dispatched, crashed the process
-# (segfault, 2026-11-30).
+# (``begin_loading``; ``runs.Scheduler.load``): until then those threads run none
+# (``wait_loaded``).  A first operation under a dispatch mode wrapped by torch (fake tensors,
+# and ``LockedOps`` before it opted out) imports torch._dynamo, which registers operators; on
+# the H200 (torch 2.11) that import, begun by 16 threads at once while others dispatched,
+# crashed the process (segfault, 2026-11-30).
 _loaded = threading.Event()
 _loaded.set()
 
