@@ -158,8 +158,9 @@ class Scheduler:
             for gpu in self.gpus:
                 gpuops.make_context(gpu)
             trace.mark("set-up: CUDA contexts made")
-            gpuops.preload()
-            reference.preload()  # the judge's output structures (``reference.output_structure``)
+            # the judge's output structures (``reference.output_structure``); its import also
+            # covers what ``gpuops.preload`` would, where ``LockedOps`` could not opt out
+            reference.preload()
             trace.mark("set-up: dispatch modes loaded")
         finally:
             gpuops.done_loading()
