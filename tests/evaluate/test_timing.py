@@ -1,7 +1,11 @@
 """The timing engine's statistics, with a fake clock (the CUDA clock needs a GPU)."""
 
 import itertools
+import json
+import os
 import random
+import subprocess
+import sys
 import time
 
 from kbx.evaluate.timing import (
@@ -14,6 +18,7 @@ from kbx.evaluate.timing import (
     median_ci,
     warm_up,
 )
+from tests.conftest import ROOT
 
 
 def test_median_ci_brackets_the_median():
@@ -495,3 +500,37 @@ def test_a_warm_up_under_a_shared_hold_makes_way_between_its_calls(tmp_path, mon
     t.join(5)
     # the third call's safe point: the first two calls' work finished, the timing, the call
     assert order == ["call", "sync", "call", "sync", "sync", "timing", "call", "sync"]
+
+
+FIRST_SESSION = """
+import json, sys
+import torch
+from kbx.evaluate import benchtime
+if sys.argv[1] == "prepared":
+    benchtime.prepare_profiler()
+before = set(sys.modules)
+from torch.profiler import ProfilerActivity, profile
+with profile(activities=[ProfilerActivity.CPU]):
+    torch.ones(4).add(1)
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+
+
+def test_a_prepared_profiler_imports_nothing_when_a_case_is_profiled():
+    """A profiler session's start imports torch._inductor (and torch._dynamo) the first time;
+    in a child that was inside its exclusive timing turn, seconds in which the GPU stood idle.
+    ``prepare_profiler`` (the child's setup) takes that import first.  Fresh interpreters:
+    this one's tests have imported those modules already."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    new = {}
+    for how in ("prepared", "bare"):
+        out = subprocess.run(
+            [sys.executable, "-c", FIRST_SESSION, how],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        new[how] = json.loads(out.stdout.strip().splitlines()[-1])
+    assert "torch._inductor" in new["bare"]  # what the preparation takes out of the turn
+    assert new["prepared"] == []

@@ -93,6 +93,20 @@ FRESH_STEP = 2.0**-10  # call k's floating-point inputs are the case's scaled by
 PHASES: dict[str, float] = {}
 
 
+def prepare_profiler() -> None:
+    """A first profiler session, empty and CPU-only, before the child's first GPU turn: its
+    start imports ``torch._inductor`` (``hasattr(torch, "_inductor")`` in torch's
+    ``prepare_trace``), and with it ``torch._dynamo``, some 900 modules.  The child no longer
+    imports them at setup (``gpuops.LockedOps``), so without this they came in the first
+    ``profiler_ms``, inside an exclusive timing turn: 2.5-6 s of each child's first profiled
+    case on the H200, while every other process waited for the GPU (2026-12-01,
+    docs/validation/h200-2026-12-01c/)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]):
+        pass
+
+
 def profiler_ms(calls: list[Callable[[], None]], prepare: Callable[[int], None]) -> float:
     """Mean GPU kernel time per call from the torch profiler (CUPTI), to cross-check events."""
     from torch.profiler import ProfilerActivity, profile

@@ -78,7 +78,12 @@ def main(job_path: str, msg_fd: int | None = None) -> int:
 
     parts = {"imports": lap()}
     make_context(job["device"])  # made already in a spare of the fork server
-    parts["context"], queued = lap(), gpulock.waited_s()
+    parts["context"] = lap()
+    benchtime.PROFILE["on"] = bool(job.get("profile"))
+    if benchtime.PROFILE["on"] and job["perf"]:  # its imports outside any GPU turn
+        benchtime.prepare_profiler()
+        parts["profiler"] = lap()
+    queued = gpulock.waited_s()
 
     def guard() -> AbstractContextManager[Any]:
         return gpuops.gpu_ops_locked(job.get("lock"), "inputs made")
@@ -92,7 +97,6 @@ def main(job_path: str, msg_fd: int | None = None) -> int:
         entry = runner.import_entry(task, Path(CANDIDATE_FILE).resolve())
         channel.send("imported")
         counter.required = job["require_triton"]
-        benchtime.PROFILE["on"] = bool(job.get("profile"))
         results = runner.run_cases(task, plan, entry, counter, channel, job.get("lock"))
         timings: list[dict[str, Any]] = []
         if job["perf"]:

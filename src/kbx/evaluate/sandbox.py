@@ -233,9 +233,10 @@ def visible_gpu(gpu: int) -> str:
     return visible[gpu] if gpu < len(visible) and visible[0] else str(gpu)
 
 
-# The child's setup, as it reports it: imports (after the fork), the CUDA context, inputs (less
-# GPU-lock waits) and kbx's launch hooks; what the setup stage has beyond them is the fork.
-SETUP_PARTS = ("imports", "context", "inputs", "hooks")
+# The child's setup, as it reports it: imports (after the fork), the CUDA context, the profiler's
+# first session (profiled runs), inputs (less GPU-lock waits) and kbx's launch hooks; what the
+# setup stage has beyond them is the fork.
+SETUP_PARTS = ("imports", "context", "profiler", "inputs", "hooks")
 
 
 def process_cpu_s(pid: int) -> float | None:
