@@ -98,7 +98,7 @@ def prepare_profiler() -> None:
     start imports ``torch._inductor`` (``hasattr(torch, "_inductor")`` in torch's
     ``prepare_trace``), and with it ``torch._dynamo``, some 900 modules.  The child no longer
     imports them at setup (``gpuops.LockedOps``), so without this they came in the first
-    ``profiler_ms``, inside an exclusive timing turn: 2.5-6 s of each child's first profiled
+    ``profiler_ms``, inside an exclusive timing turn: 1.6-6.3 s of each child's first profiled
     case on the H200, while every other process waited for the GPU (2026-12-01,
     docs/validation/h200-2026-12-01c/)."""
     from torch.profiler import ProfilerActivity, profile
