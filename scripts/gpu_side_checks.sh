@@ -14,10 +14,12 @@ export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 CUDA_VISIBLE_DEVICES=$GPU
 STEPS=" ${STEPS:-validate procs tests} "
 pip install -q --no-index --no-deps --target /tmp/kbx-wheels .whl/*.whl > "$OUT/pip.txt" 2>&1
 [[ $STEPS == *" validate "* ]] && taskset -c "$CPUS" timeout "${LIMIT_VALIDATE:-150}" \
-  python3 -m kbx validate --device cuda --jobs 8 --json "$OUT/validate.json" --tasks "$TASKS" > "$OUT/validate.txt" 2>&1
+  python3 -m kbx validate --device cuda --jobs 8 --json "$OUT/validate.json" --tasks "$TASKS" \
+  > "$OUT/validate.txt" 2>&1
 [[ $STEPS == *" procs "* ]] && taskset -c "$CPUS" timeout 100 \
-  python3 -m kbx eval solutions/reference --tasks 'Math/a*' --device cuda --procs 2 --jobs 4 --no-compile-baseline --out /tmp/kbx-procs \
-  --baselines /tmp/kbx-procs.sqlite > "$OUT/procs-smoke.txt" 2>&1
+  python3 -m kbx eval solutions/reference --tasks 'Math/a*' --device cuda --procs 2 --jobs 4 \
+  --no-compile-baseline --out /tmp/kbx-procs --baselines /tmp/kbx-procs.sqlite \
+  > "$OUT/procs-smoke.txt" 2>&1
 [[ $STEPS == *" tests "* ]] || exit 0
 PYTHONPATH=$PYTHONPATH:/tmp/kbx-wheels taskset -c "$CPUS" timeout "${LIMIT_TESTS:-235}" \
   python3 -m pytest -m gpu tests -v -p no:cacheprovider > "$OUT/gputests.txt" 2>&1
