@@ -39,11 +39,9 @@ def make_context(device: str) -> None:
     nothing on the GPU); from then on the process waits for the GPU asleep, except in a timing
     turn (``gpuwait``)."""
     if device == "cuda":
-        import torch
+        from kbx.evaluate import gpuops, gpuwait
 
-        from kbx.evaluate import gpuwait
-
-        torch.cuda.synchronize()
+        gpuops.make_context(None)
         gpuwait.asleep()
 
 
