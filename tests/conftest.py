@@ -41,3 +41,11 @@ def run_source(tmp_path: Path) -> EvalFn:
         return [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
 
     return run
+
+
+def keyed(outputs: dict[str, list[Any]]) -> dict[tuple[str, int], list[Any]]:
+    """Outputs listed by kind (``runner.run_cases``' return) as the judge takes them: by kind
+    and index, cases without outputs (``[]``) left out."""
+    return {
+        (kind, i): runs for kind, every in outputs.items() for i, runs in enumerate(every) if runs
+    }

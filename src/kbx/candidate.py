@@ -92,7 +92,24 @@ def read_source(path: Path) -> list[Candidate]:
     raise ValueError(f"{path}: expected a folder, a .py file or a .jsonl file")
 
 
+def encodable(text: str) -> bool:
+    """Whether UTF-8 can hold ``text``: not so a file name's undecodable bytes (``\\udcXX``) or
+    a JSON string's lone surrogate, which the store, the report and the child's file could not
+    take."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def printable(text: str) -> str:
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def read_py(path: Path, root: Path) -> Candidate:
+    if not encodable(str(path)):
+        return broken(printable(str(path)), "?", Verdict.UNREADABLE, "file name is not UTF-8")
     rel = path.relative_to(root) if path != root else Path(path.name)
     parts = rel.with_suffix("").parts
     task_name = "/".join(parts[-2:]) if len(parts) >= 2 else parts[-1]
@@ -113,6 +130,9 @@ def read_py(path: Path, root: Path) -> Candidate:
 
 
 def read_jsonl(path: Path) -> Iterator[Candidate]:
+    if not encodable(str(path)):
+        yield broken(printable(str(path)), "?", Verdict.UNREADABLE, "file name is not UTF-8")
+        return
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -132,6 +152,10 @@ def read_jsonl(path: Path) -> Iterator[Candidate]:
                 source, "?", Verdict.UNREADABLE, f"malformed JSON ({exc.msg}, column {exc.colno})"
             )
             continue
+        except (ValueError, RecursionError) as exc:  # an int of over 4,300 digits; deep nesting
+            why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            yield broken(source, "?", Verdict.UNREADABLE, f"malformed JSON ({why.split(';')[0]})")
+            continue
         yield from candidate_from_record(record, source)
 
 
@@ -143,6 +167,13 @@ def candidate_from_record(record: Any, source: str) -> Iterator[Candidate]:
     code = record.get("predict", record.get("code"))
     if not isinstance(task_name, str) or not task_name:
         yield broken(source, "?", Verdict.UNREADABLE, "no 'file' field naming the task")
+        return
+    if not encodable(task_name):
+        yield broken(source, "?", Verdict.UNREADABLE, "the 'file' field is not valid Unicode")
+        return
+    if isinstance(code, str) and not encodable(code):
+        message = "the prediction holds a lone surrogate, not valid Unicode"
+        yield broken(source, task_name.removesuffix(".py"), Verdict.UNREADABLE, message)
         return
     if not isinstance(code, str):
         yield broken(source, task_name.removesuffix(".py"), Verdict.NO_CODE, "no 'predict' string")

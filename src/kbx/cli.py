@@ -98,6 +98,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if not source.exists():
         console.print(f"[red]{source}: no such file or folder[/red]")
         return 2
+    if args.require_sandbox and (problem := sandbox_problem()):
+        console.print(f"[red]{problem}[/red]")
+        return 2
     gpus = [int(g) for g in args.gpus.split(",")] if args.gpus else None
     jobs = args.jobs or default_jobs(device) * (len(gpus) if gpus else 1)
     limits = Limits()
@@ -141,10 +144,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
             gpus=gpus,
             procs=args.procs,
         )
-    from kbx.report import failures_table, load_records
+    from kbx.report import failures_table, load_records, print_notes
 
     records = load_records(out)
     console.print(category_table(records, title=f"{source} on {device}"))
+    print_notes(records, console)
     if any(r["verdict"] != "passed" for r in records):
         console.print(failures_table(records, limit=20))
     console.print(f"results: {out / 'results.jsonl'}  summary: {out / 'summary.json'}")
@@ -152,6 +156,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
         console.print(f"[red]{summary['harness_errors']} harness errors (kbx's fault)[/red]")
         return 3
     return 0
+
+
+def sandbox_problem() -> str | None:
+    """Why the sandbox is not at its full level here (``--require-sandbox``), or None."""
+    from kbx.evaluate import confine
+
+    level = confine.probe()
+    if level.name == "full":
+        return None
+    return (
+        f"the sandbox is {level.name} here (missing: {', '.join(level.missing)}); --require-sandbox"
+    )
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -324,7 +340,17 @@ def build_parser() -> argparse.ArgumentParser:
         "per core (the default: results start coming after that stage; --no-baselines-first "
         "measures each task's beside its candidate; docs/design/timing.md)",
     )
-    e.add_argument("--timeout-s", type=float, help="limit for import, each case and each timing")
+    e.add_argument(
+        "--timeout-s",
+        type=float,
+        help="CPU seconds allowed for the import, each case and each timing (default 60, 120, "
+        "120), with a wall-clock backstop four times larger",
+    )
+    e.add_argument(
+        "--require-sandbox",
+        action="store_true",
+        help="refuse to run unless every sandbox layer is available here (docs/design/sandbox.md)",
+    )
     e.add_argument(
         "--no-fork-server",
         action="store_true",

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kbx.result import geometric_mean
+from kbx.store import bench_unchecked
 
 
 def load_records(run_dir: Path) -> list[dict[str, Any]]:
@@ -104,5 +105,20 @@ def failures_table(records: list[dict[str, Any]], limit: int = 50) -> Table:
 def print_report(run_dir: Path, console: Console, details: bool = True) -> None:
     records = load_records(run_dir)
     console.print(category_table(records, title=f"kbx results: {run_dir}"))
+    print_notes(records, console)
     if details and any(r["verdict"] != "passed" for r in records):
         console.print(failures_table(records))
+
+
+def print_notes(records: list[dict[str, Any]], console: Console) -> None:
+    """What a reader of the tables must know: benchmark sizes left unchecked, a sandbox that
+    is not at its full level."""
+    unchecked = sum(1 for r in records if bench_unchecked(r))
+    if unchecked:
+        console.print(
+            f"benchmark sizes not checked for {unchecked} passed candidate(s): the CPU "
+            "interpreter could not afford them; --device cuda checks every one"
+        )
+    levels = sorted({r.get("sandbox") or "unknown" for r in records})
+    if records and levels != ["full"]:
+        console.print(f"sandbox level: {', '.join(levels)} (docs/design/sandbox.md)")

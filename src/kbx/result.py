@@ -9,7 +9,7 @@ from typing import Any
 from kbx.candidate import Candidate
 from kbx.verdict import Verdict
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass
@@ -51,6 +51,8 @@ class Result:
     duration_s: float = 0.0
     stage_s: dict[str, float] = field(default_factory=dict)  # child phases, check, perf
     started_at: float | None = None  # seconds since the epoch: with duration_s, a run's timeline
+    sandbox: str = ""  # the child's confinement: full | partial | none (``confine.probe``)
+    checked: dict[str, int] = field(default_factory=dict)  # cases checked by kind, bench_total
     schema_version: int = SCHEMA_VERSION
 
     @classmethod

@@ -96,7 +96,18 @@ def summarize(records: list[dict[str, Any]], suite_size: int) -> dict[str, Any]:
         "harness_errors": counts.get(Verdict.HARNESS_ERROR, 0),
         "passed_with_speedup": len(speedups),
         "faster_than_eager": sum(1 for s in speedups if s > 1.0),
+        "passed_bench_unchecked": sum(1 for r in records if bench_unchecked(r)),
+        "sandbox": dict(sorted(Counter(r.get("sandbox") or "unknown" for r in records).items())),
     }
+
+
+def bench_unchecked(record: dict[str, Any]) -> bool:
+    """A passed candidate some of whose benchmark sizes were not checked (the CPU interpreter
+    could not afford them)."""
+    checked = record.get("checked") or {}
+    return record.get("verdict") == Verdict.PASSED and checked.get("bench", 0) < checked.get(
+        "bench_total", 0
+    )
 
 
 def export(

@@ -41,6 +41,7 @@ CHILD_VERDICTS = frozenset(
         Verdict.CRASHED,
         Verdict.OUT_OF_MEMORY,
         Verdict.NO_TRITON,
+        Verdict.FORBIDDEN,  # kbx's profiler session stopped by the candidate (opcheck)
     }
 )
 

@@ -30,7 +30,7 @@ def start(server, folder: Path, code: str, cfg: SandboxConfig):
     (folder / "candidate.py").write_text(code)
     read_fd, write_fd = os.pipe()
     job = {"task_id": "Activation/gelu", "device": "cpu", "perf": False}
-    job.update(require_triton=True, msg_fd=write_fd, lock=None)
+    job.update(require_triton=True, msg_fd=write_fd, lock=None, bench=[])
     (folder / "job.json").write_text(json.dumps(job))
     with open(folder / "out.txt", "wb") as out, open(folder / "err.txt", "wb") as err:
         env = child_env(folder, cfg)

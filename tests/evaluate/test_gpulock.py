@@ -7,6 +7,7 @@ import time
 import pytest
 
 from kbx.evaluate.gpulock import exclusive, holding, shared
+from tests.conftest import keyed
 
 
 def run_together(*fns):
@@ -157,7 +158,7 @@ def test_the_parent_judges_each_case_in_holds_of_its_own(monkeypatch):
 
     monkeypatch.setattr(reference, "gpu_ops_locked", counting)
     monkeypatch.setattr(reference, "_cache", {})
-    waited = reference.judge(task, outputs, "cpu", None)
+    waited = reference.judge(task, keyed(outputs), "cpu", None)
     # per case: its inputs, its reference run, then its comparison
     check = f"check {task.id}"  # the lock's log names the task
     assert taken == ["check inputs", check, check] * len(task.cases) and waited == 0.0
@@ -192,7 +193,7 @@ def test_property_checks_of_correctness_cases_run_on_cpu_copies_outside_any_hold
 
     monkeypatch.setattr(reference, "gpu_ops_locked", counting)
     monkeypatch.setattr(reference, "_cache", {})
-    reference.judge(dataclasses.replace(task, check=check), outputs, "cpu", None)
+    reference.judge(dataclasses.replace(task, check=check), keyed(outputs), "cpu", None)
     # per case: its inputs, its reference run, then the copies; the check after them, unlocked
     check_ref = f"check {task.id}"
     assert taken == ["check inputs", check_ref, "check inputs"] * len(task.cases)

@@ -9,6 +9,7 @@ import torch
 from kbx.evaluate import reference
 from kbx.suite import find
 from kbx.verdict import Reject, Verdict
+from tests.conftest import keyed
 
 
 def test_prefetched_outputs_are_the_ones_computed_on_demand(monkeypatch):
@@ -125,7 +126,7 @@ def test_the_judge_tells_how_long_each_kind_of_output_took():
         "refill": [[] for _ in plan.cases],  # none: not judged, not timed
     }
     spent: dict[str, float] = {}
-    reference.judge(task, outputs, "cpu", None, spent)
+    reference.judge(task, keyed(outputs), "cpu", None, spent)
     assert set(spent) == {"cases"} and spent["cases"] > 0
 
 
@@ -189,11 +190,11 @@ def test_a_stale_timed_output_says_which_contents_it_fits(monkeypatch):
     monkeypatch.setattr(reference, "judge_case", judge_case)
     outputs = {"timed": [[object()]], "timed_variant": [0]}  # the call saw the case's contents
     with pytest.raises(Reject) as got:
-        reference.judge(task, outputs, "cpu")
+        reference.judge(task, keyed(outputs), "cpu")
     assert got.value.verdict is Verdict.MISMATCH and asked == ["timed", "timed_refill"]
     assert "right for the other contents" in got.value.detail
 
     fits.clear()
     with pytest.raises(Reject) as got:
-        reference.judge(task, outputs, "cpu")
+        reference.judge(task, keyed(outputs), "cpu")
     assert "values differ" in got.value.detail and "other contents" not in got.value.detail

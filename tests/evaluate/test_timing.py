@@ -18,7 +18,7 @@ from kbx.evaluate.timing import (
     median_ci,
     warm_up,
 )
-from tests.conftest import ROOT
+from tests.conftest import ROOT, keyed
 
 
 def test_median_ci_brackets_the_median():
@@ -202,13 +202,13 @@ def test_time_bench_outputs_are_judged_against_the_contents_they_saw(monkeypatch
     honest = lambda x, out=None: torch.rsqrt(x)  # noqa: E731
     timings, timed, variants = benchtime.time_bench(task, plan, honest, Quiet(), None)
     assert timings[0]["median_ms"] == 1.0 and timings[0]["reps"] == 5
-    reference.judge(task, {"timed": timed, "timed_variant": variants}, "cpu")
+    reference.judge(task, keyed({"timed": timed}), "cpu", variants=dict(enumerate(variants)))
 
     cache = {}
     cached = lambda x, out=None: cache.setdefault(x.data_ptr(), torch.rsqrt(x))  # noqa: E731
     _, timed, variants = benchtime.time_bench(task, plan, cached, Quiet(), None)
     with pytest.raises(Reject) as caught:
-        reference.judge(task, {"timed": timed, "timed_variant": variants}, "cpu")
+        reference.judge(task, keyed({"timed": timed}), "cpu", variants=dict(enumerate(variants)))
     assert caught.value.verdict == Verdict.MISMATCH
 
 

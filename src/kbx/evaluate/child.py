@@ -13,6 +13,7 @@ fool the launch counter and the timer; hardening them is tracked in docs/design/
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -26,12 +27,17 @@ CANDIDATE_FILE = "candidate.py"
 
 
 class Channel:
+    """The progress pipe; every line is built against the parent's schema (``channel``)."""
+
     def __init__(self, fd: int) -> None:
-        self.stream = os.fdopen(fd, "w", buffering=1)
+        self.fd = fd
 
     def send(self, event: str, **fields: Any) -> None:
-        self.stream.write(json.dumps({"event": event, **fields}) + "\n")
-        self.stream.flush()
+        from kbx.evaluate import channel
+
+        data = channel.encode(event, **fields)
+        while data:
+            data = data[os.write(self.fd, data) :]
 
 
 def make_context(device: str) -> None:
@@ -51,12 +57,13 @@ def main(job_path: str, msg_fd: int | None = None) -> int:
     began = time.monotonic()
     job = json.loads(Path(job_path).read_text())
     Path(job_path).unlink()  # the candidate need not learn the channel's number from it
+    from kbx.evaluate import confine
+
+    confine.restrict(job.get("confine"))  # before anything of the candidate's is read
     channel = Channel(job["msg_fd"] if msg_fd is None else msg_fd)
     if job["device"] == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"  # must precede the first import of triton
-    import torch
-
-    from kbx.evaluate import benchtime, cores, gpulock, gpuops, launches, runner
+    from kbx.evaluate import cores, gpulock, runner
     from kbx.suite import find
 
     runner.full_fp32()
@@ -66,7 +73,22 @@ def main(job_path: str, msg_fd: int | None = None) -> int:
         return 0
     gpulock.ON_WAIT.append(lambda waiting: channel.send("wait" if waiting else "go"))
     cores.register(job.get("lock"), job.get("timing_core"))
-    # where the setup goes, measured by kbx's own code before the candidate is imported
+    parts, plan, counter = set_up(task, job, began)
+    channel.send("ready", parts=parts)
+    try:
+        timings = run_candidate(task, job, plan, counter, channel)
+    except runner.CandidateFailure as failure:
+        channel.send("reject", verdict=failure.verdict, detail=failure.detail)
+        return 0
+    channel.send("done", timings=timings)
+    return 0
+
+
+def set_up(task: Any, job: dict[str, Any], began: float) -> tuple[dict[str, float], Any, Any]:
+    """kbx's own set-up before the candidate is imported: the CUDA context, the profilers'
+    first sessions, every input, the launch hooks; the seconds each part took."""
+    from kbx.evaluate import benchtime, gpulock, gpuops, launches, runner
+
     clock = {"last": began}
 
     def lap() -> float:
@@ -78,38 +100,77 @@ def main(job_path: str, msg_fd: int | None = None) -> int:
     make_context(job["device"])  # made already in a spare of the fork server
     parts["context"] = lap()
     benchtime.PROFILE["on"] = bool(job.get("profile"))
-    if benchtime.PROFILE["on"] and job["perf"]:  # its imports outside any GPU turn
-        benchtime.prepare_profiler()
-        parts["profiler"] = lap()
+    benchtime.prepare_profiler()  # its imports (a second or more) before the candidate's stages
+    parts["profiler"] = lap()
     queued = gpulock.waited_s()
 
     def guard() -> AbstractContextManager[Any]:
         return gpuops.gpu_ops_locked(job.get("lock"), "inputs made")
 
-    plan = runner.Plan.build(task, job["device"], job["device"] == "cuda", job["perf"], guard)
+    plan = runner.Plan.build(task, job["device"], job["bench"], job["perf"], guard)
     parts["inputs"] = round(lap() - (gpulock.waited_s() - queued), 3)  # less lock waits
     counter = launches.install_launch_counter(job["device"] == "cpu", job.get("lock"))
     parts["hooks"] = lap()
-    channel.send("ready", parts=parts)
+    return parts, plan, counter
+
+
+def run_candidate(
+    task: Any, job: dict[str, Any], plan: Any, counter: Any, channel: Channel
+) -> list[dict[str, Any]]:
+    """Import the candidate and run its cases, each under a profiler session of its own that
+    records its torch operations (the first includes the import), then time its benchmark
+    cases; every output is written as it is made (``write_output``)."""
+    from kbx.evaluate import benchtime, opcheck, runner
+    from kbx.verdict import Verdict
+
+    recorder = opcheck.OpRecorder()
+
+    def sink(kind: str, index: int, runs: list[Any], variant: int | None = None) -> None:
+        write_output(channel, kind, index, runs, variant)
+
+    def after(kind: str, index: int) -> None:
+        channel.send("ops", kind=kind, index=index, calls=top_ops(recorder.stop()))
+        recorder.start()
+
+    counter.marked = True
+    recorder.start()
     try:
         entry = runner.import_entry(task, Path(CANDIDATE_FILE).resolve())
         channel.send("imported")
         counter.required = job["require_triton"]
-        results = runner.run_cases(task, plan, entry, counter, channel, job.get("lock"))
-        timings: list[dict[str, Any]] = []
-        if job["perf"]:
-            timings, results["timed"], results["timed_variant"] = benchtime.time_bench(
-                task, plan, entry, channel, job.get("lock")
-            )
-    except runner.CandidateFailure as failure:
-        channel.send("reject", verdict=failure.verdict, detail=failure.detail)
-        return 0
-    channel.send("saving")
-    if hasattr(torch.serialization, "set_crc32_options"):
-        torch.serialization.set_crc32_options(False)  # 4x faster; the file never leaves the host
-    torch.save(results, "outputs.pt")
-    channel.send("done", timings=timings)
-    return 0
+        runner.run_cases(task, plan, entry, counter, channel, job.get("lock"), sink, after)
+        recorder.stop()
+    except opcheck.Tampered as exc:
+        raise runner.CandidateFailure(Verdict.FORBIDDEN, str(exc)) from None
+    finally:
+        counter.marked = False
+    timings: list[dict[str, Any]] = []
+    if job["perf"]:
+        timings, outs, variants = benchtime.time_bench(task, plan, entry, channel, job.get("lock"))
+        for i, (runs, variant) in enumerate(zip(outs, variants, strict=True)):
+            sink("timed", i, runs, variant)
+    return timings
+
+
+def top_ops(calls: dict[str, int], limit: int = 200) -> dict[str, int]:
+    """The most frequent of ``calls``, within the channel's limit on names."""
+    ranked = sorted(calls.items(), key=lambda kv: -kv[1])[:limit]
+    return {name[:100]: count for name, count in ranked}
+
+
+def write_output(
+    channel: Channel, kind: str, index: int, runs: list[Any], variant: int | None = None
+) -> None:
+    """One case's outputs to its own file, announced with the hash of its bytes: a file the
+    candidate rewrites afterwards no longer matches."""
+    from kbx.evaluate import outputs
+
+    data = outputs.encode_case(runs)
+    name = outputs.file_name(kind, index)
+    Path(name).write_bytes(data)
+    digest = hashlib.sha256(data).hexdigest()
+    extra = {} if variant is None else {"variant": variant}
+    channel.send("output", kind=kind, index=index, file=name, sha256=digest, **extra)
 
 
 def run_job(job_path: str, msg_fd: int | None = None) -> int:
@@ -122,4 +183,7 @@ def run_job(job_path: str, msg_fd: int | None = None) -> int:
 
 
 if __name__ == "__main__":
+    from kbx.evaluate import confine
+
+    confine.isolate()  # returns in the worker only; this process ends with the worker's status
     sys.exit(run_job(sys.argv[1]))

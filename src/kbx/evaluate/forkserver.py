@@ -15,7 +15,10 @@ job slot, all start at once, and with the spares forked only after the first req
 made their own context side by side.
 
 The child gets what a fresh one would: its own session (so it can be killed as a group), folder,
-environment, standard streams and resource limits, then runs ``child.run_job``.
+environment, standard streams and resource limits, then runs ``child.run_job``.  The process the
+server forks calls ``confine.isolate`` first: the job then runs in a worker two forks below it,
+in namespaces of its own, and the forked process ends with the worker's exit code or signal, so
+that the server reports what ``Popen.wait`` would.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from kbx import trace
-from kbx.evaluate import spares
+from kbx.evaluate import confine, spares
 
 READY_TIMEOUT_S = 120.0  # the server's own start-up: imports of torch and triton
 # idle spares per set of visible devices: on a GPU several, since jobs start one or two a second
@@ -62,6 +65,7 @@ def serve(
     trace.mark("fork server: imported")
     load_suite()
     gpuops.preload()
+    benchtime.prepare_profiler()  # its first session imports ~900 modules (opcheck's, each case)
     trace.mark("fork server: suite and dispatch modes loaded")
     if torch.cuda.is_initialized():  # a forked child could not use CUDA
         raise RuntimeError("CUDA was initialised in the fork server")
@@ -160,6 +164,7 @@ def fresh(request: dict[str, Any], fds: list[int], close: list[socket.socket]) -
 
     def body() -> int:
         detach(close)
+        confine.isolate()  # returns in the worker only; this process ends as it ends
         return enter(request, fds)
 
     exit_with(body)
@@ -170,6 +175,7 @@ def spare(device: str, visible: str, conn: socket.socket, close: list[socket.soc
 
     def body() -> int:
         detach(close)
+        confine.isolate()  # before the context: it is made in the worker
         if visible:
             os.environ["CUDA_VISIBLE_DEVICES"] = visible  # before the context
         from kbx.evaluate import child

@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from kbx.evaluate.gpulock import exclusive, holding, locked
+from kbx.evaluate.opcheck import launch_range
 
 
 class LaunchCounter:
@@ -17,6 +18,7 @@ class LaunchCounter:
         self.launches = 0
         self.depth = 0  # > 0 while inside a launch
         self.required = True  # off only when kbx validates a task's own PyTorch reference
+        self.marked = False  # launches inside ``opcheck.LAUNCH`` ranges (while ops are recorded)
 
 
 def install_launch_counter(interpreted: bool, lock: str | None = None) -> LaunchCounter:
@@ -39,27 +41,34 @@ def install_launch_counter(interpreted: bool, lock: str | None = None) -> Launch
         cpu_backend.apply()
         classes.append(InterpretedFunction)
     for cls in classes:
-        original = cls.run
-
-        def run(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
-            warm = kwargs.get("warmup", False)
-            if not warm:
-                counter.launches += 1
-            counter.depth += 1
-            try:
-                if lock is None or warm or holding():
-                    return _original(self, *args, **kwargs)
-                _original(self, *args, **{**kwargs, "warmup": True})  # compile, unlocked
-                return locked(lock, "launch", _original, self, *args, **kwargs)
-            finally:
-                counter.depth -= 1
-
-        cls.run = run
+        cls.run = counted(cls.run, counter, lock)
     if lock is not None:
         lock_autotuner(lock)
     if not interpreted:
         track_streams()
     return counter
+
+
+def counted(original: Any, counter: LaunchCounter, lock: str | None) -> Any:
+    """``original`` (a ``run`` method) counting its launches; with a GPU ``lock`` compiled
+    unlocked first, then run under the shared lock."""
+
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        warm = kwargs.get("warmup", False)
+        if not warm:
+            counter.launches += 1
+        counter.depth += 1
+        marked = launch_range() if counter.marked else contextlib.nullcontext()
+        try:
+            with marked:
+                if lock is None or warm or holding():
+                    return original(self, *args, **kwargs)
+                original(self, *args, **{**kwargs, "warmup": True})  # compile, unlocked
+                return locked(lock, "launch", original, self, *args, **kwargs)
+        finally:
+            counter.depth -= 1
+
+    return run
 
 
 def track_streams() -> None:

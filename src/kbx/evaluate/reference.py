@@ -212,44 +212,42 @@ def run_reference(
 
 def judge(
     task: Task,
-    outputs: dict[str, list[Any]],
+    outputs: dict[tuple[str, int], list[Any]],
     device: str,
     lock: str | None = None,
     spent: dict[str, float] | None = None,
+    variants: dict[int, int] | None = None,
 ) -> float:
-    """Raise ``Reject`` unless every case's outputs are acceptable (``timed``: the output of a
-    benchmark case's last timed call).  The GPU ``lock`` is taken op by op (``gpuops``) for a
-    case's inputs, its reference run and its comparison: the CPU work of a check (float64
-    targets, comparisons of outputs brought back) runs outside it, and a waiting timing gets
-    its turn between GPU operations (a check held it 76 s on two H200s, 2026-11-30, while
-    every timing and newcomer waited).  Returns the seconds spent waiting for it; ``spent``
-    gets the seconds of each kind of output (cases, refill, bench, timed), waits included."""
+    """Raise ``Reject`` unless every case's outputs are acceptable; ``outputs`` holds exactly the
+    cases the trusted side expects (``expect``, enforced by the sandbox), by kind and index
+    (``timed``: the output of a benchmark case's last timed call, which saw the redrawn
+    contents where ``variants`` says 1).  The GPU ``lock`` is taken op by op (``gpuops``) for a
+    case's inputs, its reference run and its comparison: the CPU work of a check runs outside
+    it, and a waiting timing gets its turn between GPU operations.  Returns the seconds spent
+    waiting for it; ``spent`` gets the seconds of each kind of output, waits included."""
     wait_loaded()
     waited = waited_s()
     spent = {} if spent is None else spent
-    for kind in ("cases", "refill", "bench", "timed"):
-        for index, runs in enumerate(outputs.get(kind, [])):
-            if not runs:  # a case without a refill
-                continue
-            case = (task.cases if kind in ("cases", "refill") else task.bench)[index]
-            where = f"{kind} {index} ({case.label()})"
-            if kind == "refill":
-                where += ": same buffers refilled with other inputs"
-            variants = outputs.get("timed_variant") or []
-            if kind == "timed" and index < len(variants) and variants[index] == 1:
-                kind_here = "timed_refill"  # the last timed call saw the redrawn contents
-            else:
-                kind_here = kind
-            began = time.monotonic()
-            try:
-                judge_case(task, kind_here, index, runs, device, lock)
-            except Reject as r:
-                detail = f"{where}: {r.detail}"
-                if kind == "timed" and r.verdict is Verdict.MISMATCH:
-                    detail += stale_hint(task, kind_here, index, runs, device, lock)
-                raise Reject(r.verdict, detail) from None
-            finally:
-                spent[kind] = spent.get(kind, 0.0) + time.monotonic() - began
+    order = {"cases": 0, "refill": 1, "bench": 2, "timed": 3}
+    for kind, index in sorted(outputs, key=lambda k: (order[k[0]], k[1])):
+        runs = outputs[(kind, index)]
+        case = (task.cases if kind in ("cases", "refill") else task.bench)[index]
+        where = f"{kind} {index} ({case.label()})"
+        if kind == "refill":
+            where += ": same buffers refilled with other inputs"
+        kind_here = kind
+        if kind == "timed" and (variants or {}).get(index) == 1:
+            kind_here = "timed_refill"  # the last timed call saw the redrawn contents
+        began = time.monotonic()
+        try:
+            judge_case(task, kind_here, index, runs, device, lock)
+        except Reject as r:
+            detail = f"{where}: {r.detail}"
+            if kind == "timed" and r.verdict is Verdict.MISMATCH:
+                detail += stale_hint(task, kind_here, index, runs, device, lock)
+            raise Reject(r.verdict, detail) from None
+        finally:
+            spent[kind] = spent.get(kind, 0.0) + time.monotonic() - began
     return waited_s() - waited
 
 

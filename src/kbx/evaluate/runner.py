@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +19,7 @@ import torch
 
 from kbx.evaluate.gpulock import shared
 from kbx.evaluate.launches import LaunchCounter
+from kbx.evaluate.opcheck import OpRecorder
 from kbx.task import Case, Inputs, Task
 from kbx.verdict import Verdict
 
@@ -50,18 +51,20 @@ class Plan:
     refills: list[Inputs | None]
     bench_refills: list[Inputs | None]
     timed: bool = False  # benchmark cases will be timed (and their timed outputs judged)
+    bench_index: list[int] = dataclasses.field(default_factory=list)  # task.bench index of each
 
     @classmethod
     def build(
         cls,
         task: Task,
         device: str,
-        bench: bool,
+        bench: bool | Sequence[int],
         timed: bool = False,
         guard: Callable[[], AbstractContextManager[Any]] = nullcontext,
     ) -> Plan:
-        """Benchmark cases are checked too where they are affordable (on the GPU); their
-        refills (the contents timed calls alternate with) only when they are timed.  Each input
+        """Benchmark cases are checked too where they are affordable (``bench``: all of them,
+        none, or those of these indices); their refills (the contents timed calls alternate
+        with) only when they are timed.  Each input
         set is built inside its own ``guard()`` (in the child, ``gpuops.gpu_ops_locked``: its GPU
         work under the shared GPU lock, its heavy CPU work outside it)."""
 
@@ -70,10 +73,17 @@ class Plan:
                 return task.make_inputs(case, device)
 
         cases = [(c, make(c)) for c in task.cases]
-        large = [(c, make(c)) for c in task.bench] if bench else []
+        chosen = bench_indices(task, bench)
+        large = [(task.bench[i], make(task.bench[i])) for i in chosen]
         refills = [refill_inputs(c, inputs, make) for c, inputs in cases]
         bench_refills = [refill_inputs(c, inputs, make) if timed else None for c, inputs in large]
-        return cls(device, cases, large, refills, bench_refills, timed)
+        return cls(device, cases, large, refills, bench_refills, timed, chosen)
+
+
+def bench_indices(task: Task, bench: bool | Sequence[int]) -> list[int]:
+    if isinstance(bench, bool):
+        return list(range(len(task.bench))) if bench else []
+    return [i for i in bench if 0 <= i < len(task.bench)]
 
 
 def refill_case(case: Case) -> Case:
@@ -164,7 +174,7 @@ def fresh_arguments(inputs: Inputs) -> tuple[Any, dict[str, Any]]:
 
 def copies(inputs: Inputs) -> tuple[Any, dict[str, Any]]:
     """``fresh_arguments`` in a candidate's child (a GPU copy: under the shared lock)."""
-    with shared(GPU_LOCK, "inputs in"):
+    with shared(GPU_LOCK, "inputs in"), OpRecorder.harness():
         return fresh_arguments(inputs)
 
 
@@ -194,7 +204,8 @@ def call_on(
             return None
         if task.inplace:
             out = (out, tuple(args[i] for i in task.inplace))
-        return copy_out(out, "outputs out")
+        with OpRecorder.harness():
+            return copy_out(out, "outputs out")
     except BaseException as exc:  # noqa: BLE001 - anything the candidate raises is its verdict
         raise CandidateFailure(classify(exc), explain(exc, Path(CANDIDATE_PATH))) from None
 
@@ -225,6 +236,9 @@ def copy_out(x: Any, what: str) -> Any:
     return host
 
 
+Sink = Callable[[str, int, list[Any]], None]  # kind, index, runs: a case's outputs, as made
+
+
 def run_cases(
     task: Task,
     plan: Plan,
@@ -232,39 +246,85 @@ def run_cases(
     counter: LaunchCounter,
     channel: Sender,
     lock: str | None = None,
+    sink: Sink | None = None,
+    after: Callable[[str, int], None] | None = None,
 ) -> dict[str, list[Any]]:
-    """Every correctness case (and benchmark case, on the GPU) with its refill; the GPU lock
-    is taken per launch and per copy, never across a compile."""
+    """Every correctness case and each planned benchmark case, with its refill; each case's
+    outputs go to ``sink`` as they are made (else they are returned, by kind), and ``after`` is
+    told when a case's calls are over.  The GPU lock is taken per launch and per copy, never
+    across a compile."""
     global GPU_LOCK
     GPU_LOCK = lock
     results: dict[str, list[Any]] = {"cases": [], "bench": [], "refill": []}
-    for kind, items in (("cases", plan.cases), ("bench", plan.bench)):
-        for i, (case, inputs) in enumerate(items):
-            channel.send("case", kind=kind, index=i)
-            before = counter.launches
-            seed = case.torch_seed
-            args, kwargs = copies(inputs)
-            # a timed benchmark case is judged on its timed output instead (unless random):
-            # this first call's output (hundreds of MB) is neither copied out nor judged
-            keep = kind == "cases" or task.random or not plan.timed
-            outs = [call_on(task, entry, args, kwargs, seed, plan.device, keep)]
-            if task.random:  # the same seed again must repeat; another must not
-                outs += [call(task, entry, inputs, s, plan.device) for s in (seed, seed + 7919)]
-            if counter.required and counter.launches == before:
-                raise CandidateFailure(
-                    Verdict.NO_TRITON, f"{kind} {i} ({case.label()}): no Triton kernel was launched"
-                )
-            results[kind].append(outs if keep else [])  # [] is not judged
-            refill = plan.refills[i] if kind == "cases" else None
-            if refill is not None:  # new contents at the same addresses
-                new = (refill.args, list(refill.kwargs.values()))
-                with shared(GPU_LOCK, "refill"):
-                    restore((args, list(kwargs.values())), new)
-                out = call_on(task, entry, args, kwargs, refill_case(case).torch_seed, plan.device)
-                results["refill"].append([out])
-            elif kind == "cases":
-                results["refill"].append([])
+
+    def keep(kind: str, index: int, runs: list[Any]) -> None:
+        if sink is not None:
+            sink(kind, index, runs)
+        else:
+            results[kind].append(runs)
+
+    items = [("cases", i, c, x) for i, (c, x) in enumerate(plan.cases)]
+    items += [("bench", i, c, x) for i, (c, x) in zip(plan.bench_index, plan.bench, strict=True)]
+    for kind, i, case, inputs in items:
+        channel.send("case", kind=kind, index=i)
+        outs, buffers = call_case(task, plan, entry, counter, kind, i, case, inputs)
+        if outs is not None:
+            keep(kind, i, outs)
+        elif sink is None:
+            results[kind].append([])  # [] is not judged
+        refill = plan.refills[i] if kind == "cases" else None
+        if refill is not None:  # new contents at the same addresses
+            keep("refill", i, [call_refilled(task, plan.device, entry, case, buffers, refill)])
+        elif kind == "cases" and sink is None:
+            results["refill"].append([])
+        if after is not None:
+            after(kind, i)
     return results
+
+
+def call_case(
+    task: Task,
+    plan: Plan,
+    entry: Callable[..., Any],
+    counter: LaunchCounter,
+    kind: str,
+    index: int,
+    case: Case,
+    inputs: Inputs,
+) -> tuple[list[Any] | None, tuple[Any, dict[str, Any]]]:
+    """A case's calls (three for a random task: its seed, the same again, another) and the
+    buffers of the first; the outputs are None where they are not judged (a timed benchmark
+    case is judged on its timed output instead: this first call's output, hundreds of MB, is
+    neither copied out nor judged)."""
+    before = counter.launches
+    seed = case.torch_seed
+    args, kwargs = copies(inputs)
+    keep = kind == "cases" or task.random or not plan.timed
+    outs = [call_on(task, entry, args, kwargs, seed, plan.device, keep)]
+    if task.random:  # the same seed again must repeat; another must not
+        outs += [call(task, entry, inputs, s, plan.device) for s in (seed, seed + 7919)]
+    if counter.required and counter.launches == before:
+        raise CandidateFailure(
+            Verdict.NO_TRITON, f"{kind} {index} ({case.label()}): no Triton kernel was launched"
+        )
+    return (outs if keep else None), (args, kwargs)
+
+
+def call_refilled(
+    task: Task,
+    device: str,
+    entry: Callable[..., Any],
+    case: Case,
+    buffers: tuple[Any, dict[str, Any]],
+    refill: Inputs,
+) -> Any:
+    """A call on the first call's very ``buffers``, refilled with the case drawn from another
+    seed."""
+    args, kwargs = buffers
+    new = (refill.args, list(refill.kwargs.values()))
+    with shared(GPU_LOCK, "refill"), OpRecorder.harness():
+        restore((args, list(kwargs.values())), new)
+    return call_on(task, entry, args, kwargs, refill_case(case).torch_seed, device)
 
 
 def leaves(x: Any) -> list[Any]:

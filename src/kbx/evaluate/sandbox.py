@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import os
 import resource
-import select
 import shutil
 import signal
 import socket
@@ -31,9 +31,11 @@ import torch
 
 import kbx
 from kbx import trace
-from kbx.evaluate import forkserver, gpuops
+from kbx.evaluate import channel, confine, expect, forkserver, outputs
+from kbx.evaluate.expect import Key
+from kbx.evaluate.follow import CutOff, Follower, next_message, tree_cpu_s
 from kbx.task import Task
-from kbx.verdict import CHILD_VERDICTS, Reject, Verdict
+from kbx.verdict import Reject, Verdict
 
 ENV_KEEP = (
     "PATH",
@@ -61,11 +63,17 @@ CONNECTIONS = 1
 
 @dataclass(frozen=True)
 class Limits:
-    setup_s: float = 180.0  # kbx's own start-up in the child: torch, inputs
+    """Per-stage limits of a child: CPU seconds of its process tree (a loaded machine does not
+    make them run out sooner), each with a wall-clock backstop ``wall_factor`` times larger
+    (a child that sleeps or blocks); kbx's own set-up and GPU-lock queueing in wall seconds."""
+
+    setup_s: float = 180.0  # kbx's own start-up in the child: torch, inputs (wall)
     import_s: float = 60.0
     case_s: float = 120.0  # one correctness case (first calls include compile and autotune)
     timing_s: float = 120.0  # one benchmark case's timing
-    lock_s: float = 1800.0  # queueing for the per-GPU lock (other candidates' timings)
+    bench_cpu_s: float = 20.0  # one benchmark case on the CPU: past it, left unchecked
+    wall_factor: float = 4.0
+    lock_s: float = 1800.0  # queueing for the per-GPU lock (other candidates' timings, wall)
 
 
 @dataclass(frozen=True)
@@ -90,9 +98,11 @@ class SandboxConfig:
 
 @dataclass
 class ChildRun:
-    outputs: dict[str, list[Any]] = field(default_factory=dict)
+    outputs: dict[Key, list[Any]] = field(default_factory=dict)  # exactly the expected ones
     timings: list[dict[str, Any]] = field(default_factory=list)
     stage_s: dict[str, float] = field(default_factory=dict)  # spawn, setup, ..., kill, load
+    variants: dict[int, int] = field(default_factory=dict)  # contents of each last timed call
+    checked: dict[str, int] = field(default_factory=dict)  # cases checked, by kind
 
 
 def run_child(task: Task, code: str, cfg: SandboxConfig) -> ChildRun:
@@ -137,7 +147,7 @@ def child_env(workdir: Path, cfg: SandboxConfig) -> dict[str, str]:
         PYTHONPATH=KBX_PATH,
         OMP_NUM_THREADS=str(cfg.threads),
         MKL_NUM_THREADS=str(cfg.threads),
-        TRITON_CACHE_DIR=str(cfg.cache_dir or workdir / "triton-cache"),
+        TRITON_CACHE_DIR=str(cfg.cache_dir or workdir / "triton-cache"),  # Child: its own
         # autotuning results go to that cache too: a kernel seen before (another candidate's,
         # or the same one in an earlier run sharing the cache) is not benchmarked again
         TRITON_CACHE_AUTOTUNING="1",
@@ -239,6 +249,18 @@ def visible_gpu(gpu: int) -> str:
 SETUP_PARTS = ("imports", "context", "profiler", "inputs", "hooks")
 
 
+def kernel_cache(cfg: SandboxConfig, workdir: Path, code: str) -> Path:
+    """The Triton kernel cache a child writes: the run's (or ``--triton-cache``'s), in a folder
+    of this candidate's code alone, so that no candidate can plant a kernel or an autotuning
+    choice that another one loads, while the same code evaluated again (a warm run) finds its
+    own; without a run folder, one in the child's own folder."""
+    folder = workdir / "triton-cache"
+    if cfg.cache_dir is not None:
+        folder = cfg.cache_dir / hashlib.sha256(code.encode()).hexdigest()[:24]
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 def process_cpu_s(pid: int) -> float | None:
     """CPU seconds of a live process so far, with those of its children it has waited for
     (Triton's ``ptxas``): ``/proc/<pid>/stat``; None where there is no such file."""
@@ -261,37 +283,57 @@ class Child:
         self.made = time.monotonic()  # ``spawn`` counts from here: the folder's files too
         self.task, self.cfg, self.workdir = task, cfg, workdir
         (workdir / "candidate.py").write_text(code)
-        self.buffer = b""
-        self.stage = "setup"
+        self.cache = kernel_cache(cfg, workdir, code)
+        self.expected = expect.expected(task, cfg.device, cfg.perf)
+        self.stage = "setting up"
         self.forked = False
         self.spawn_s = 0.0
-        self.setup_parts: Any = None  # the child's own split of its setup ("ready")
 
     def run(self) -> ChildRun:
         read_fd, write_fd = os.pipe()
+        settings = confine.prepare(self.workdir, [], self.cfg.device, self.shared())
         job = {
             "task_id": self.task.id,
             "device": self.cfg.device,
             "perf": self.cfg.perf,
+            "bench": list(self.expected.bench),
             "require_triton": self.cfg.require_triton,
             "profile": self.cfg.profile,
             "msg_fd": write_fd,
             "lock": self.cfg.lock,
             "timing_core": self.cfg.timing_core,
+            "confine": settings,
         }
         (self.workdir / "job.json").write_text(json.dumps(job))
-        with (
-            open(self.workdir / "stdout.txt", "wb") as out,
-            open(self.workdir / "stderr.txt", "wb") as err,
-        ):
-            self.proc = self.start(write_fd, out.fileno(), err.fileno())
-        self.spawn_s = time.monotonic() - self.made  # a fork server still starting, included
-        os.close(write_fd)
         try:
-            return self.follow(read_fd)
+            with (
+                open(self.workdir / "stdout.txt", "wb") as out,
+                open(self.workdir / "stderr.txt", "wb") as err,
+            ):
+                self.proc = self.start(write_fd, out.fileno(), err.fileno())
+            self.spawn_s = time.monotonic() - self.made  # a fork server still starting, included
+            os.close(write_fd)
+            try:
+                return self.follow(read_fd)
+            finally:
+                os.close(read_fd)
+                self.kill()
         finally:
-            os.close(read_fd)
-            self.kill()
+            confine.release(settings)
+
+    def shared(self) -> list[Path]:
+        """What the child may write besides its folder: its kernel cache and the GPU lock's
+        files, made here first and open to every child's uid (landlock keeps each child to its
+        own cache folder)."""
+        paths = [self.cache]
+        self.cache.chmod(0o777)
+        if self.cfg.lock_path is not None:
+            for suffix in ("", ".gate", ".log"):
+                path = Path(str(self.cfg.lock_path) + suffix)
+                os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o666))
+                path.chmod(0o666)
+                paths.append(path)
+        return paths
 
     def start(
         self, msg_fd: int, out_fd: int, err_fd: int
@@ -299,6 +341,7 @@ class Child:
         """The child process: forked by the fork server when there is one, else a fresh
         interpreter."""
         env = child_env(self.workdir, self.cfg)
+        env["TRITON_CACHE_DIR"] = str(self.cache)
         if self.cfg.fork and forkserver.usable(self.cfg.device):
             server = forkserver.server_for(self.cfg.device, server_env(self.cfg))
             if server is not None:
@@ -323,124 +366,64 @@ class Child:
         )
 
     def follow(self, fd: int) -> ChildRun:
-        limits = self.cfg.limits
-        timeout_s = limits.setup_s
-        clock, phase = time.monotonic(), "setup"
-        spent: dict[str, float] = {}
-        seen: dict[str, int] = {}
-        resume = (phase, timeout_s)  # where a wait for the GPU lock returns to
-        while True:
-            msg = self.next_message(fd, timeout_s)
-            if msg is None:
-                raise self.died()
-            event = msg.get("event")
-            seen[str(event)] = seen.get(str(event), 0) + 1
-            now = time.monotonic()
-            spent[phase] = spent.get(phase, 0.0) + now - clock
-            clock = now
-            if event == "wait":  # queueing for the GPU lock is not the candidate's time
-                if phase != "lock":
-                    resume = (phase, timeout_s)
-                phase, timeout_s = "lock", limits.lock_s
-                continue
-            if event == "go":
-                phase, timeout_s = resume
-                continue
-            phase = {"ready": "import", "imported": "run", "case": "run", "timing": "timing"}.get(
-                str(event), "save"
-            )
-            if event == "ready":
-                self.stage, timeout_s = "import", limits.import_s
-                # the first one only: sent before the candidate was imported
-                self.setup_parts = self.setup_parts or msg.get("parts") or {}
-            elif event in ("imported", "case"):
-                self.stage = f"{msg.get('kind', 'cases')} {msg.get('index', 0)}"
-                timeout_s = limits.case_s
-            elif event == "timing":
-                self.stage, timeout_s = f"timing of bench {msg.get('index')}", limits.timing_s
-            elif event == "reject":
-                raise self.rejection(msg)
-            elif event == "harness_error":
-                raise self.reported_error(msg)
-            elif event == "done":
-                return self.finish(msg, seen, spent)
+        reader = channel.LineReader(fd)
+        follower = Follower(
+            self.proc.pid,
+            self.expected,
+            self.cfg.limits,
+            self.cfg.device,
+            self.cfg.perf,
+            self.cfg.require_triton,
+        )
+        follower.locked = self.cfg.lock_path is not None
+        try:
+            while True:
+                msg = next_message(reader, follower)
+                self.stage = follower.stage.name
+                if msg is None:
+                    raise self.died()
+                if follower.take(msg):
+                    return self.finish(follower, self.expected)
+        except CutOff:
+            return self.finish(follower, follower.partial())
+        finally:
+            self.stage = follower.stage.name
 
-    def reported_error(self, msg: dict[str, Any]) -> Reject:
-        if self.stage != "setup":  # the candidate has been imported: not kbx's fault
-            return Reject(Verdict.FORBIDDEN, "reported a harness error on kbx's channel")
-        return Reject(Verdict.HARNESS_ERROR, str(msg.get("detail")))
-
-    def finish(
-        self, msg: dict[str, Any], seen: dict[str, int], spent: dict[str, float]
-    ) -> ChildRun:
-        self.check_complete(seen)
-        cpu = process_cpu_s(self.proc.pid)  # before the kill: read from the kernel's counts
+    def finish(self, follower: Follower, expected: expect.Expected) -> ChildRun:
+        cpu = tree_cpu_s(self.proc.pid)  # before the kill: read from the kernel's counts
         killing = time.monotonic()
         self.kill()  # nothing of the candidate's may still write while outputs load
         loading = time.monotonic()
-        run = self.collect(msg)
-        # apart: the kill waits for the child's end, its CUDA context's teardown included
-        spent["kill"], spent["load"] = loading - killing, time.monotonic() - loading
+        got = follower.got
+        run = ChildRun(timings=got.timings, checked=expected.checked())
+        for key, runs in expected.runs.items():
+            run.outputs[key] = self.load(key, runs, got.files[key])
+            if key[0] == "timed" and got.files[key][2] is not None:
+                run.variants[key[1]] = int(got.files[key][2] or 0)
+        spent = dict(got.spent, kill=loading - killing, load=time.monotonic() - loading)
         spent["spawn"] = self.spawn_s  # before the setup stage: the request for the child
         run.stage_s = {k: round(v, 3) for k, v in spent.items()}
-        if cpu is not None:  # CPU seconds, not a stage: where a loaded run's cores went
-            run.stage_s["child_cpu"] = round(cpu, 3)
-        parts = self.setup_parts if isinstance(self.setup_parts, dict) else {}
+        run.stage_s["child_cpu"] = round(cpu, 3)
         for name in SETUP_PARTS:  # parts of the setup stage, as the child measured them
-            if isinstance(parts.get(name), int | float):
-                run.stage_s[f"setup_{name}"] = float(parts[name])
+            if name in got.setup_parts:
+                run.stage_s[f"setup_{name}"] = float(got.setup_parts[name])
         return run
 
-    def rejection(self, msg: dict[str, Any]) -> Reject:
-        """The child's own verdict, unless the message could only have been forged."""
+    def load(self, key: expect.Key, runs: int, announced: tuple[str, str, int | None]) -> Any:
+        """One expected output file, as announced (its name and the hash of its bytes)."""
+        kind, index = key
+        name, digest, _ = announced
+        case = (self.task.cases if kind in ("cases", "refill") else self.task.bench)[index]
+        cap = outputs.case_bytes_cap(runs * int(self.task.bytes_moved(case)))
         try:
-            verdict = Verdict(str(msg.get("verdict")))
-        except ValueError:
-            verdict = Verdict.FORBIDDEN
-        if verdict not in CHILD_VERDICTS:
-            return Reject(
-                Verdict.FORBIDDEN,
-                f"forged the verdict {msg.get('verdict')!r} on kbx's progress channel",
-            )
-        return Reject(verdict, str(msg.get("detail")))
-
-    def check_complete(self, seen: dict[str, int]) -> None:
-        """``done`` must follow one report per case and per timing: a candidate that writes it
-        itself, skipping kbx's checks in the child, is caught here."""
-        bench = len(self.task.bench) if self.cfg.device == "cuda" else 0
-        want = {
-            "ready": 1,
-            "imported": 1,
-            "case": len(self.task.cases) + bench,
-            "timing": len(self.task.bench) if self.cfg.perf else 0,
-        }
-        if any(seen.get(k, 0) != n for k, n in want.items()):
-            raise Reject(
-                Verdict.FORBIDDEN,
-                f"reported completion before kbx ran every case (reports: {seen}, expected {want})",
-            )
-
-    def next_message(self, fd: int, timeout_s: float) -> dict[str, Any] | None:
-        end = time.monotonic() + timeout_s
-        while b"\n" not in self.buffer:
-            left = end - time.monotonic()
-            if left <= 0:
-                self.kill()
-                what = "setting up" if self.stage == "setup" else self.stage
-                verdict = Verdict.HARNESS_ERROR if self.stage == "setup" else Verdict.TIMEOUT
-                raise Reject(verdict, f"no progress for {timeout_s:.0f} s during {what}")
-            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
-            if ready:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    return None
-                self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            msg = {}
-        return msg if isinstance(msg, dict) else {}
+            if name != outputs.file_name(kind, index):
+                raise outputs.OutputError(f"{name}: not the file kbx names {kind} {index}")
+            got = outputs.read_case(self.workdir / name, cap, digest)
+        except outputs.OutputError as exc:
+            raise Reject(Verdict.FORBIDDEN, f"its outputs were tampered with: {exc}") from None
+        if len(got) != runs:
+            raise Reject(Verdict.FORBIDDEN, f"{kind} {index}: {len(got)} runs, kbx made {runs}")
+        return got
 
     def died(self) -> Reject:
         try:
@@ -449,7 +432,7 @@ class Child:
             self.kill()
             code = self.proc.wait()
         tail = self.stderr_tail()
-        if self.stage == "setup":
+        if self.stage == "setting up":
             return Reject(Verdict.HARNESS_ERROR, f"child failed to start (exit {code}): {tail}")
         if code < 0:
             name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
@@ -462,18 +445,6 @@ class Child:
             f"process exited with code {code} during {self.stage} "
             "before reporting" + (f": {tail}" if tail else ""),
         )
-
-    def collect(self, msg: dict[str, Any]) -> ChildRun:
-        path = self.workdir / "outputs.pt"
-        gpuops.wait_loaded()  # the process's first torch operations may still be loading
-        try:
-            outputs = torch.load(path, weights_only=True)  # tensors only: no code runs here
-        except Exception as exc:  # noqa: BLE001 - a corrupt file is the candidate's doing
-            raise Reject(Verdict.CRASHED, f"unreadable outputs: {type(exc).__name__}") from None
-        if not isinstance(outputs, dict):
-            raise Reject(Verdict.CRASHED, "outputs file has the wrong structure")
-        timings = msg.get("timings") or []
-        return ChildRun(outputs=outputs, timings=timings if isinstance(timings, list) else [])
 
     def stderr_tail(self) -> str:
         """The fault handler's headline and the candidate's innermost line, else the last lines."""

@@ -11,7 +11,8 @@ def _zeros(y_ptr, n, BLOCK: tl.constexpr):
 
 
 def sum(input, dim, keepdim=False, dtype=None):
-    shape = torch.empty(input.shape, device="meta").sum(dim, keepdim=keepdim).shape
+    dims = {d % input.dim() for d in (dim if isinstance(dim, list | tuple) else [dim])}
+    shape = [1 if i in dims else n for i, n in enumerate(input.shape) if keepdim or i not in dims]
     y = torch.empty(shape, dtype=dtype or input.dtype, device=input.device)
     _zeros[(triton.cdiv(max(y.numel(), 1), 1024),)](y, y.numel(), BLOCK=1024)
     return y

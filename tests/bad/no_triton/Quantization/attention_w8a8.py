@@ -1,5 +1,5 @@
 """Known-bad: plain float attention, no int8 quantization (a Triton kernel only copies the result).
-It must get `mismatch`: the task's recipe differs from float attention by the int8 error."""
+Its Triton kernel is a decoy: the torch compute gets it `no_triton`."""
 import torch
 import triton
 import triton.language as tl

@@ -1,0 +1,314 @@
+"""The child's output files: one safetensors file per judged case, read with nothing unpickled.
+
+The child saves a case's runs (1, or 3 for a random task) as ``{kind}-{index}.safetensors`` in its
+folder: the tensors as the file's entries, and the nested structure around them (tuples, lists,
+None, scalars, tensor references) as JSON in the file's metadata under ``TREE_KEY``.  The file
+is written by a process that ran untrusted code, so ``read_case`` treats it as hostile: it opens
+only a regular file (no link, no FIFO), reads it whole under a size cap (no mapping: a file
+truncated under the parent would kill it with SIGBUS), checks its hash against the one the child
+announced, validates the tree against a schema (depth, node count, run count), and insists that
+the tree and the entries match one to one.  Complex tensors are stored as ``torch.view_as_real``
+and marked in the tree; a bool tensor holding bytes other than 0 and 1 is refused.
+``encode_case`` raises ``OutputError`` for what ``read_case`` would refuse, so what it encodes
+always reads back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import struct
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import safetensors
+import torch
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, TypeAdapter
+from pydantic import ValidationError as _ValidationError
+from safetensors.torch import save
+
+from kbx.evaluate.channel import explain, one_line
+
+TREE_KEY = "kbx.tree"
+META = "__metadata__"
+KINDS = ("cases", "refill", "bench", "timed")
+MAX_RUNS = 4
+MAX_DEPTH = 16  # a run's own output is at depth 1
+MAX_NODES = 4096  # over all runs: tensors, scalars, Nones and sequences
+MAX_STR_CHARS = 256  # kbx's placeholders ("<object of type Foo>") are short
+MAX_TREE_BYTES = 8 << 20
+MAX_HEADER_BYTES = 16 << 20
+INT_RANGE = (-(2**63), 2**64 - 1)
+STORED = {"BOOL": torch.bool, "U8": torch.uint8, "I8": torch.int8, "I16": torch.int16}
+STORED |= {"I32": torch.int32, "I64": torch.int64, "F16": torch.float16, "BF16": torch.bfloat16}
+STORED |= {"F32": torch.float32, "F64": torch.float64}  # safetensors' names of the dtypes kept
+DTYPES = frozenset(STORED.values())
+COMPLEX = {torch.complex64: torch.float32, torch.complex128: torch.float64}
+
+
+class OutputError(Exception):
+    """An output file that is not what the child was to write, or outputs it cannot store."""
+
+
+class _Node(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class TensorRef(_Node):
+    t: Literal["tensor"]
+    name: Annotated[str, Field(pattern=r"^t\d{1,4}$")]
+    complex: bool = False  # stored as ``view_as_real``: a last dimension of 2
+
+
+class Seq(_Node):
+    t: Literal["tuple", "list"]
+    items: Annotated[list[Node], Field(max_length=MAX_NODES)]
+
+
+class NoneLeaf(_Node):
+    t: Literal["none"]
+
+
+class Bool(_Node):
+    t: Literal["bool"]
+    v: StrictBool
+
+
+class Int(_Node):
+    t: Literal["int"]
+    v: Annotated[StrictInt, Field(ge=INT_RANGE[0], le=INT_RANGE[1])]
+
+
+class Float(_Node):
+    t: Literal["float"]
+    v: StrictFloat
+
+
+class Str(_Node):
+    t: Literal["str"]
+    v: Annotated[str, Field(max_length=MAX_STR_CHARS)]
+
+
+class Complex(_Node):
+    t: Literal["complex"]
+    re: StrictFloat
+    im: StrictFloat
+
+
+Leaf = TensorRef | NoneLeaf | Bool | Int | Float | Str | Complex
+Node = Annotated[Leaf | Seq, Field(discriminator="t")]
+
+
+class Tree(_Node):
+    version: Literal[1]
+    runs: Annotated[list[Node], Field(max_length=MAX_RUNS)]
+
+
+Seq.model_rebuild()
+Tree.model_rebuild()
+
+
+def case_bytes_cap(expected_bytes: int) -> int:
+    """The largest output file ``read_case`` should accept for a case whose reference outputs
+    (all runs) take ``expected_bytes``: 4x leaves room for a candidate that returns a wider dtype
+    (float64 for float16: a wrong dtype, but the judge must still read it to say so), and 64 MiB
+    for the header, scalars and small outputs of any case."""
+    return 4 * max(0, expected_bytes) + (64 << 20)
+
+
+def file_name(kind: str, index: int) -> str:
+    if kind not in KINDS or not 0 <= index <= 99_999:
+        raise OutputError(f"no output file for {kind!r} {index!r}")
+    return f"{kind}-{index}.safetensors"
+
+
+def encode_case(runs: list[Any]) -> bytes:
+    """The file's bytes for ``runs`` (outputs as ``runner.to_cpu`` makes them)."""
+    if len(runs) > MAX_RUNS:
+        raise OutputError(f"{len(runs)} runs, over {MAX_RUNS}")
+    tensors: dict[str, torch.Tensor] = {}
+    taken: set[int] = set()  # their storages
+    tree = json.dumps({"version": 1, "runs": [encode(run, tensors, taken, 1) for run in runs]})
+    check(parse_tree(tree))
+    return save(tensors, metadata={TREE_KEY: tree})
+
+
+def write_case(folder: Path, kind: str, index: int, runs: list[Any]) -> str:
+    """Save ``runs`` in ``folder`` under ``file_name``; the name."""
+    name = file_name(kind, index)
+    (folder / name).write_bytes(encode_case(runs))
+    return name
+
+
+def encode(x: Any, tensors: dict[str, torch.Tensor], taken: set[int], depth: int) -> dict[str, Any]:
+    """``x`` as a tree node; its tensors go into ``tensors``, their storages into ``taken``."""
+    if depth > MAX_DEPTH:
+        raise OutputError(f"outputs nested deeper than {MAX_DEPTH}")
+    if isinstance(x, torch.Tensor):
+        name = f"t{len(tensors)}"
+        tensors[name] = storable(x, taken)
+        return {"t": "tensor", "name": name, "complex": x.dtype in COMPLEX}
+    if isinstance(x, tuple | list):
+        kind = "tuple" if isinstance(x, tuple) else "list"
+        return {"t": kind, "items": [encode(v, tensors, taken, depth + 1) for v in x]}
+    if x is None:
+        return {"t": "none"}
+    if isinstance(x, complex):
+        return {"t": "complex", "re": x.real, "im": x.imag}
+    for scalar in (bool, int, float, str):  # bool before int: True is an int too
+        if isinstance(x, scalar):
+            return {"t": scalar.__name__, "v": x}
+    raise OutputError(f"cannot store an output of type {type(x).__name__}")
+
+
+def storable(x: torch.Tensor, taken: set[int]) -> torch.Tensor:
+    """``x`` dense, contiguous, on the CPU, in a storage not ``taken`` (then taken)."""
+    if x.layout != torch.strided or x.is_quantized or x.is_meta or x.is_nested:
+        raise OutputError(f"cannot store a {x.layout} {x.device.type} tensor")
+    t = x.detach().as_subclass(torch.Tensor).cpu().resolve_conj().resolve_neg()
+    if t.dtype in COMPLEX:
+        t = torch.view_as_real(t)
+    if t.dtype not in DTYPES:
+        raise OutputError(f"cannot store a {t.dtype} tensor")
+    t = t.contiguous()
+    if t.untyped_storage().data_ptr() in taken:
+        t = t.clone()  # safetensors refuses entries sharing memory
+    taken.add(t.untyped_storage().data_ptr())
+    return t
+
+
+def parse_tree(text: str | None) -> Tree:
+    if text is None:
+        raise OutputError(f"no {TREE_KEY} metadata")
+    if len(text) > MAX_TREE_BYTES:
+        raise OutputError(f"{TREE_KEY} of {len(text)} characters, over {MAX_TREE_BYTES}")
+    try:
+        return Tree.model_validate_json(text)
+    except _ValidationError as exc:
+        raise OutputError(one_line(f"bad {TREE_KEY}: {explain(exc)}")) from None
+
+
+def check(tree: Tree) -> list[TensorRef]:
+    """The tree's tensor references, after its depth and size are checked."""
+    refs: list[TensorRef] = []
+    stack: list[tuple[Any, int]] = [(node, 1) for node in tree.runs]
+    count = 0
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if count > MAX_NODES:
+            raise OutputError(f"outputs of more than {MAX_NODES} nodes")
+        if depth > MAX_DEPTH:
+            raise OutputError(f"outputs nested deeper than {MAX_DEPTH}")
+        if isinstance(node, Seq):
+            stack.extend((item, depth + 1) for item in node.items)
+        elif isinstance(node, TensorRef):
+            refs.append(node)
+    return refs
+
+
+def read_case(path: Path, max_bytes: int, sha256: str | None = None) -> list[Any]:
+    """The runs saved in ``path`` (whose bytes must hash to ``sha256``, when given), as CPU
+    tensors, tuples, lists and scalars; ``OutputError``, its message naming the file, for
+    anything but what ``encode_case`` could have made."""
+    try:
+        data = read_bytes(path, max_bytes)
+        if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+            raise OutputError("its bytes are not those the child announced")
+        return decode_case(data)
+    except OutputError as exc:
+        raise OutputError(f"{path.name}: {exc}") from None
+
+
+def read_bytes(path: Path, max_bytes: int) -> bytes:
+    """The bytes of ``path`` if it is a regular file (not a link) of at most ``max_bytes``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise OutputError(f"cannot open ({exc.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OutputError("not a regular file")
+        if info.st_size > max_bytes:
+            raise OutputError(f"too large ({info.st_size} bytes, cap {max_bytes})")
+        with open(fd, "rb", closefd=False) as f:
+            data = f.read(max_bytes + 1)
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:
+        raise OutputError(f"grew past the cap of {max_bytes} bytes while read")
+    return data
+
+
+def decode_case(data: bytes) -> list[Any]:
+    """The runs in a file's bytes, checked as ``read_case`` says."""
+    tree = parse_tree(tree_text(data))
+    refs = check(tree)
+    try:
+        entries = dict(safetensors.deserialize(data))
+    except safetensors.SafetensorError as exc:
+        raise OutputError(f"not a valid safetensors file ({one_line(str(exc), 200)})") from None
+    names = [r.name for r in refs]
+    if len(set(names)) != len(names) or set(names) != set(entries):
+        raise OutputError("the tree and the tensors do not match")
+    tensors = {r.name: restore(entries[r.name], r) for r in refs}
+    return [build(node, tensors) for node in tree.runs]
+
+
+_HEADER: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
+_METADATA: TypeAdapter[dict[str, str]] = TypeAdapter(dict[str, str], config=ConfigDict(strict=True))
+
+
+def tree_text(data: bytes) -> str | None:
+    """The tree's JSON from the header's metadata (the entries are left to ``safetensors``)."""
+    size = struct.unpack("<Q", data[:8])[0] if len(data) >= 8 else -1
+    if not 0 < size <= min(MAX_HEADER_BYTES, len(data) - 8):
+        raise OutputError("not a valid safetensors file (no header of a valid length)")
+    try:
+        meta = _METADATA.validate_python(_HEADER.validate_json(data[8 : 8 + size]).get(META, {}))
+    except _ValidationError as exc:
+        raise OutputError(one_line(f"not a valid safetensors header: {explain(exc)}")) from None
+    if set(meta) - {TREE_KEY}:
+        raise OutputError(f"metadata other than {TREE_KEY}")
+    return meta.get(TREE_KEY)
+
+
+def restore(entry: dict[str, Any], ref: TensorRef) -> torch.Tensor:
+    """A stored entry as the tensor the child saved, else ``OutputError``."""
+    dtype = STORED.get(entry["dtype"])
+    if dtype is None:
+        raise OutputError(f"tensor {ref.name} of unsupported dtype {entry['dtype']}")
+    raw, shape = entry["data"], entry["shape"]
+    try:  # ``raw``: a bytearray of its own, from ``safetensors.deserialize``
+        t = (
+            torch.frombuffer(raw, dtype=dtype).reshape(shape)
+            if raw
+            else torch.empty(shape, dtype=dtype)
+        )
+    except (RuntimeError, ValueError, TypeError, OverflowError) as exc:
+        raise OutputError(one_line(f"tensor {ref.name} of shape {shape}: {exc}")) from None
+    if dtype == torch.bool and t.numel() and int(t.view(torch.uint8).max()) > 1:
+        raise OutputError(f"bool tensor {ref.name} holds bytes other than 0 and 1")
+    if not ref.complex:
+        return t
+    if t.dtype not in COMPLEX.values() or t.dim() == 0 or t.shape[-1] != 2:
+        raise OutputError(f"complex tensor {ref.name} stored as {t.dtype} {list(t.shape)}")
+    return torch.view_as_complex(t)
+
+
+def build(node: Any, tensors: dict[str, torch.Tensor]) -> Any:
+    if isinstance(node, TensorRef):
+        return tensors[node.name]
+    if isinstance(node, Seq):
+        items = [build(item, tensors) for item in node.items]
+        return tuple(items) if node.t == "tuple" else items
+    if isinstance(node, Float):
+        return float(node.v)
+    if isinstance(node, Bool | Int | Str):
+        return node.v
+    if isinstance(node, Complex):
+        return complex(node.re, node.im)
+    return None
