@@ -20,7 +20,7 @@ from kbx.candidate import read_source
 from kbx.evaluate import launches, opcheck, runner
 from kbx.suite import find
 
-
+MARK_LAUNCHES = True  # launches inside the recorder's launch ranges, as kbx runs them
 MAX_BENCH_BYTES = 512 << 20  # benchmark cases larger than this are not run (--max-bench-mb)
 
 
@@ -31,14 +31,14 @@ def census(
     assert task is not None
     row: dict[str, object] = {"task_id": task_id}
     entry = runner.import_entry(task, Path(path).resolve())
-    counter.marked = True
     recorder = opcheck.OpRecorder()
+    counter.mark = recorder.launch if MARK_LAUNCHES else None
     recorder.start()
     for case in task.cases:
         with recorder.harness():
             args, kwargs = runner.fresh_arguments(task.make_inputs(case, "cpu"))
         entry(*args, **kwargs)
-    counter.marked = False
+    counter.mark = None
     row["ops"] = recorder.stop()
     row["compute"] = opcheck.compute_ops(row["ops"])  # type: ignore[arg-type]
     if bench:
@@ -63,8 +63,12 @@ def main() -> None:
     parser.add_argument("--bench", action="store_true")
     parser.add_argument("--tasks", default="*")
     parser.add_argument("--max-bench-mb", type=float, default=512.0)
+    parser.add_argument(
+        "--unmarked", action="store_true", help="count what runs inside launches too"
+    )
     args = parser.parse_args()
-    global MAX_BENCH_BYTES
+    global MAX_BENCH_BYTES, MARK_LAUNCHES
+    MARK_LAUNCHES = not args.unmarked
     MAX_BENCH_BYTES = int(args.max_bench_mb * 2**20)
     counter = launches.install_launch_counter(interpreted=True)
     torch.set_num_threads(1)

@@ -220,6 +220,7 @@ def test_a_setsid_orphan_dies_with_the_process_group_of_s(work):
         signal.pause()
         """,
         work,
+        gpu_like,
     )
     try:
         assert json.loads(proc.stdout.readline()) == {"ready": True}
@@ -238,7 +239,55 @@ def test_a_setsid_orphan_dies_with_the_process_group_of_s(work):
         confine.release(settings)
 
 
-def test_resource_limits_hold_memory_files_and_a_fork_bomb(work):
+def gpu_like(settings: dict) -> None:
+    """Settings of a child on the GPU, where processes may be made (Triton runs ptxas)."""
+    settings["device"] = "cuda"
+    settings["limits"]["nproc"] = 32
+
+
+def test_on_the_cpu_no_process_can_be_made_but_threads_can(work):
+    code, said = run(
+        """
+        import threading
+        out = {}
+        for name, call in (("fork", os.fork), ("exec", lambda: os.execv("/bin/true", ["true"]))):
+            try:
+                call()
+                out[name] = "worked"
+            except OSError as e:
+                out[name] = e.errno
+        t = threading.Thread(target=lambda: out.setdefault("thread", "ran"))
+        t.start()
+        t.join()
+        say(**out)
+        """,
+        work,
+    )
+    assert code == 0
+    assert said[0] == {"fork": 1, "exec": 1, "thread": "ran"}  # EPERM
+
+
+def test_a_fork_bomb_is_bounded_where_processes_may_be_made(work):
+    code, said = run(
+        """
+        forks = 0
+        try:
+            while forks < 1000:
+                if os.fork() == 0:
+                    signal.pause()
+                forks += 1
+        except OSError as e:
+            fork_err = e.errno
+        say(forks=forks, fork_err=fork_err)
+        """,
+        work,
+        gpu_like,
+    )
+    assert code == 0
+    assert said[0]["forks"] < 32 and said[0]["fork_err"] == 11  # EAGAIN
+
+
+def test_resource_limits_hold_memory_and_files(work):
     def tweak(settings):
         settings["limits"]["nproc"] = 32
 
@@ -258,16 +307,8 @@ def test_resource_limits_hold_memory_files_and_a_fork_bomb(work):
             files_err = e.errno
         for fd in files:
             os.close(fd)
-        forks = 0
-        try:
-            while forks < 1000:
-                if os.fork() == 0:
-                    signal.pause()
-                forks += 1
-        except OSError as e:
-            fork_err = e.errno
-        say(memory=memory, files=len(files), files_err=files_err, forks=forks,
-            fork_err=fork_err, core=resource.getrlimit(resource.RLIMIT_CORE))
+        say(memory=memory, files=len(files), files_err=files_err,
+            core=resource.getrlimit(resource.RLIMIT_CORE))
         """,
         work,
         tweak,
@@ -276,7 +317,6 @@ def test_resource_limits_hold_memory_files_and_a_fork_bomb(work):
     seen = said[0]
     assert seen["memory"] == "MemoryError"
     assert seen["files"] < 1024 and seen["files_err"] == 24  # EMFILE
-    assert seen["forks"] < 32 and seen["fork_err"] == 11  # EAGAIN
     assert seen["core"] == [0, 0]
 
 

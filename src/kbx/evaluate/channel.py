@@ -12,6 +12,8 @@ that writes more without a newline gets ``ChannelError``, not the parent's memor
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import math
 import os
@@ -242,3 +244,33 @@ class LineReader:
             self.buffer.clear()
             self.error = ChannelError(f"message over {self.cap} bytes without a newline")
             raise self.error
+
+
+UNSIGNED = frozenset({"wait", "go"})  # lines the GPU lock sends; they only move a deadline
+
+
+def sign(line: bytes, key: str, seq: int) -> bytes:
+    """``line`` (newline included) with the HMAC of its number in the stream and its bytes."""
+    body = line.removesuffix(b"\n")
+    mac = hmac.new(key.encode(), f"{seq}:".encode() + body, hashlib.sha256).hexdigest()
+    return body + b"\t" + mac.encode() + b"\n"
+
+
+class Verifier:
+    """The parent's side of ``sign``: each signed line must carry the next number's HMAC."""
+
+    def __init__(self, key: str) -> None:
+        self.key, self.seq = key, 0
+
+    def open(self, line: bytes) -> Message:
+        body, tab, mac = line.rpartition(b"\t")
+        if not tab:  # unsigned: only what the lock may say
+            message = parse_line(line)
+            if message.event not in UNSIGNED:
+                raise ChannelError(f"an unsigned {message.event!r} message")
+            return message
+        want = hmac.new(self.key.encode(), f"{self.seq}:".encode() + body, hashlib.sha256)
+        if not hmac.compare_digest(want.hexdigest().encode(), mac):
+            raise ChannelError("a message kbx's child did not sign")
+        self.seq += 1
+        return parse_line(body)

@@ -14,6 +14,7 @@ fool the launch counter and the timer; hardening them is tracked in docs/design/
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import sys
@@ -27,17 +28,23 @@ CANDIDATE_FILE = "candidate.py"
 
 
 class Channel:
-    """The progress pipe; every line is built against the parent's schema (``channel``)."""
+    """The progress pipe; every line is built against the parent's schema (``channel``) and,
+    with a ``key``, signed (``channel.sign``): the key lives only in this closure, which
+    candidate code cannot reach (``guard``), so it cannot forge a line the parent accepts.
+    Without one (the GPU lock's wait/go, which only move a deadline) lines go unsigned."""
 
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-
-    def send(self, event: str, **fields: Any) -> None:
+    def __init__(self, fd: int, key: str | None = None) -> None:
         from kbx.evaluate import channel
 
-        data = channel.encode(event, **fields)
-        while data:
-            data = data[os.write(self.fd, data) :]
+        def send(event: str, **fields: Any) -> None:
+            data = channel.encode(event, **fields)
+            if key is not None:
+                data = channel.sign(data, key, next(count))
+            while data:
+                data = data[os.write(fd, data) :]
+
+        count = itertools.count()
+        self.send = send
 
 
 def make_context(device: str) -> None:
@@ -60,7 +67,8 @@ def main(job_path: str, msg_fd: int | None = None) -> int:
     from kbx.evaluate import confine
 
     confine.restrict(job.get("confine"))  # before anything of the candidate's is read
-    channel = Channel(job["msg_fd"] if msg_fd is None else msg_fd)
+    fd = job["msg_fd"] if msg_fd is None else msg_fd
+    channel, unsigned = Channel(fd, job.pop("key", None)), Channel(fd)
     if job["device"] == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"  # must precede the first import of triton
     from kbx.evaluate import cores, gpulock, runner
@@ -71,7 +79,7 @@ def main(job_path: str, msg_fd: int | None = None) -> int:
     if task is None:
         channel.send("harness_error", detail=f"task {job['task_id']} not found in the child")
         return 0
-    gpulock.ON_WAIT.append(lambda waiting: channel.send("wait" if waiting else "go"))
+    gpulock.ON_WAIT.append(lambda waiting: unsigned.send("wait" if waiting else "go"))
     cores.register(job.get("lock"), job.get("timing_core"))
     parts, plan, counter = set_up(task, job, began)
     channel.send("ready", parts=parts)
@@ -119,31 +127,40 @@ def run_candidate(
 ) -> list[dict[str, Any]]:
     """Import the candidate and run its cases, each under a profiler session of its own that
     records its torch operations (the first includes the import), then time its benchmark
-    cases; every output is written as it is made (``write_output``)."""
-    from kbx.evaluate import benchtime, opcheck, runner
+    cases; every output is written as it is made (``write_output``).  The guard goes in first,
+    and everything kbx's evidence needs is bound here, before candidate code runs: patching
+    ``OpRecorder`` or ``opcheck`` afterwards changes none of it."""
+    from kbx.evaluate import benchtime, guard, opcheck, runner
     from kbx.verdict import Verdict
 
     recorder = opcheck.OpRecorder()
+    start, stop = recorder.start, recorder.stop
+    plan.harness = recorder.harness
+    intact = recorder.watch_python_reads(lambda: counter.depth == 0)
 
     def sink(kind: str, index: int, runs: list[Any], variant: int | None = None) -> None:
         write_output(channel, kind, index, runs, variant)
 
     def after(kind: str, index: int) -> None:
-        channel.send("ops", kind=kind, index=index, calls=top_ops(recorder.stop()))
-        recorder.start()
+        calls = stop()
+        if not intact():
+            raise opcheck.Tampered("kbx's hooks on torch.Tensor were replaced")
+        channel.send("ops", kind=kind, index=index, calls=top_ops(calls))
+        start()
 
-    counter.marked = True
-    recorder.start()
+    counter.mark = recorder.launch
+    guard.install()
+    start()
     try:
         entry = runner.import_entry(task, Path(CANDIDATE_FILE).resolve())
         channel.send("imported")
         counter.required = job["require_triton"]
         runner.run_cases(task, plan, entry, counter, channel, job.get("lock"), sink, after)
-        recorder.stop()
+        stop()
     except opcheck.Tampered as exc:
         raise runner.CandidateFailure(Verdict.FORBIDDEN, str(exc)) from None
     finally:
-        counter.marked = False
+        counter.mark = None
     timings: list[dict[str, Any]] = []
     if job["perf"]:
         timings, outs, variants = benchtime.time_bench(task, plan, entry, channel, job.get("lock"))

@@ -40,6 +40,7 @@ except (ImportError, OSError, RuntimeError):  # no libseccomp: that layer is mis
 
 NAMESPACES = {"pid": 0x20000000, "net": 0x40000000, "mount": 0x00020000, "ipc": 0x08000000}
 CLONE_NEWUSER = 0x10000000
+CLONE_THREAD = 0x00010000
 LAYERS = ("pid", "net", "mount", "ipc", "uid", "landlock", "seccomp", "rlimits")
 UID_BASE, UID_COUNT = 200_000, 65_536  # a private range: no account on a host uses these
 PROBE_UID = UID_BASE - 1
@@ -252,7 +253,7 @@ def restrict(settings: dict[str, Any] | None) -> tuple[str, ...]:
         "rlimits": lambda: _rlimits(settings["limits"], device, drop),
         "landlock": lambda: _landlock(writable, device),
         "uid": lambda: _drop_ids(settings if drop else None),
-        "seccomp": _seccomp,
+        "seccomp": lambda: _seccomp(device),
     }
     _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)  # landlock and seccomp need it
     applied = []
@@ -364,9 +365,13 @@ def _drop_ids(settings: dict[str, Any] | None) -> bool:
     return True
 
 
-def _seccomp() -> bool:
+def _seccomp(device: str = "cuda") -> bool:
     """Deny (EPERM) ``DENIED``, and clone with a namespace flag; clone3 is ENOSYS (its flags
-    lie in memory a filter cannot read; glibc then falls back to clone)."""
+    lie in memory a filter cannot read; glibc then falls back to clone).  On the CPU nothing
+    kbx runs makes a process (the interpreter runs kernels in this one), so a clone without
+    CLONE_THREAD, fork, vfork and exec are denied too: no helper process works outside the
+    recorded one (``opcheck``), no fork bomb or orphan can start.  On the GPU Triton runs
+    ``ptxas``, so processes stay possible there (the pid namespace still holds them)."""
     if pyseccomp is None:
         return False
     sc: Any = pyseccomp
@@ -378,6 +383,10 @@ def _seccomp() -> bool:
     for bit in CLONE_NS_BITS:
         filt.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, bit, bit))
     filt.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+    if device == "cpu":
+        for name in ("fork", "vfork", "execve", "execveat"):
+            filt.add_rule(sc.ERRNO(errno.EPERM), name)
+        filt.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
     filt.load()
     return True
 

@@ -278,14 +278,18 @@ def describe(keys: list[Key]) -> str:
     return shown + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")
 
 
-def next_message(reader: channel.LineReader, follower: Follower) -> Any | None:
-    """The next message, checking the stage's limits while waiting; None at the pipe's end."""
+def next_message(
+    reader: channel.LineReader, follower: Follower, verifier: channel.Verifier
+) -> Any | None:
+    """The next signed message (``channel.Verifier``), checking the stage's limits while
+    waiting; None at the pipe's end."""
     while True:
         if time.monotonic() - follower.checked_at >= POLL_S:  # also under a stream of messages
             follower.checked_at = time.monotonic()
             follower.check_limits()
         try:
-            return reader.next_message(POLL_S)
+            line = reader.next_line(POLL_S)
+            return None if line is None else verifier.open(line)
         except TimeoutError:
             continue
         except channel.ChannelError as exc:

@@ -10,7 +10,6 @@ from typing import Any
 import torch
 
 from kbx.evaluate.gpulock import exclusive, holding, locked
-from kbx.evaluate.opcheck import launch_range
 
 
 class LaunchCounter:
@@ -18,7 +17,7 @@ class LaunchCounter:
         self.launches = 0
         self.depth = 0  # > 0 while inside a launch
         self.required = True  # off only when kbx validates a task's own PyTorch reference
-        self.marked = False  # launches inside ``opcheck.LAUNCH`` ranges (while ops are recorded)
+        self.mark: Any = None  # while ops are recorded: the range around each launch (opcheck)
 
 
 def install_launch_counter(interpreted: bool, lock: str | None = None) -> LaunchCounter:
@@ -58,7 +57,7 @@ def counted(original: Any, counter: LaunchCounter, lock: str | None) -> Any:
         if not warm:
             counter.launches += 1
         counter.depth += 1
-        marked = launch_range() if counter.marked else contextlib.nullcontext()
+        marked = counter.mark() if counter.mark is not None else contextlib.nullcontext()
         try:
             with marked:
                 if lock is None or warm or holding():

@@ -17,16 +17,14 @@ it (``compute_ops``) and requires it.  docs/design/trust-model.md gives the limi
 from __future__ import annotations
 
 import contextlib
+import functools
+import secrets
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
-
-HARNESS = "kbx::harness"
-LAUNCH = "kbx::launch"
-SENTINEL = "kbx::session"
 
 # The glue a solution may do with torch around its kernels (``scripts/op_census.py`` over the
 # reference solutions): allocation and filling, views and layout, dtype and device copies,
@@ -55,28 +53,44 @@ def compute_ops(calls: dict[str, int]) -> dict[str, int]:
     return {k: v for k, v in calls.items() if k.removeprefix("aten::") not in GLUE}
 
 
+def all_threads() -> Any:
+    """The profiler's setting that records every thread's operations (a candidate's own
+    threads included), where this torch has it."""
+    try:
+        return torch._C._profiler._ExperimentalConfig(profile_all_threads=True)
+    except (AttributeError, TypeError):
+        return None
+
+
 class OpRecorder:
-    """CPU profiler sessions, one per case (``start``, ``stop``); ``harness()`` marks kbx's own
-    torch work."""
+    """CPU profiler sessions, one per case (``start``, ``stop``).  Its range names carry a
+    token drawn when it is made, before the candidate is imported, and kept in this object,
+    which the child hands down its call stack only: candidate code cannot name kbx's ranges
+    (``guard`` keeps it from frames and the garbage collector).  ``python_reads`` counts the
+    candidate's copies of tensors into Python and numpy (``Tensor.numpy``, ``tolist``...), which
+    the profiler does not see."""
 
     def __init__(self) -> None:
+        token = secrets.token_hex(8)
+        self.sentinel, self.harness_name = f"kbx::session:{token}", f"kbx::harness:{token}"
+        self.launch_name = f"kbx::launch:{token}"
+        self.skip = (self.harness_name, self.launch_name)
         self.session: profile | None = None
-
-    def __enter__(self) -> OpRecorder:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.session is not None:
-            self.stop()
+        self.python_reads = 0
+        # bound now, before the candidate is imported: patching the module's names later
+        # changes nothing here
+        self.profile, self.record, self.threads = profile, record_function, all_threads()
+        self.own = functools.partial(own_op, skip=self.skip, _ancestors=ancestors)
 
     def start(self) -> None:
-        self.session = profile(activities=[ProfilerActivity.CPU])
+        self.session = self.profile(
+            activities=[ProfilerActivity.CPU], experimental_config=self.threads
+        )
         self.session.__enter__()
-        with record_function(SENTINEL):
+        with self.record(self.sentinel):
             pass
 
-    def stop(self) -> dict[str, int]:
+    def stop(self, _count: Any = Counter) -> dict[str, int]:
         """End the session: the top-level aten operations outside kbx's ranges, by name."""
         session, self.session = self.session, None
         assert session is not None
@@ -85,22 +99,50 @@ class OpRecorder:
             events = list(session.events() or [])
         except Exception as error:  # noqa: BLE001 - a session the candidate ended
             raise Tampered(f"kbx's profiler session was stopped ({type(error).__name__})") from None
-        if sum(1 for e in events if e.name == SENTINEL) != 1:
+        if sum(1 for e in events if e.name == self.sentinel) != 1:
             raise Tampered("kbx's profiler session was restarted during the candidate's run")
-        return dict(Counter(e.name for e in events if own_op(e)))
+        calls = dict(_count(e.name for e in events if self.own(e)))
+        if self.python_reads:
+            calls["kbx::python_read"], self.python_reads = self.python_reads, 0
+        return calls
 
-    @staticmethod
-    def harness() -> contextlib.AbstractContextManager[Any]:
-        return record_function(HARNESS)
+    def harness(self) -> contextlib.AbstractContextManager[Any]:
+        """Around kbx's own torch work in the child: left out of the evidence."""
+        return self.record(self.harness_name)
+
+    def launch(self) -> contextlib.AbstractContextManager[Any]:
+        """Around one Triton launch (``launches``): the autotuner's benchmark on the GPU and
+        kbx's libdevice stand-ins in the CPU interpreter make torch operations of their own."""
+        return self.record(self.launch_name)
+
+    def watch_python_reads(self, outside_launch: Any) -> Any:
+        """Count copies of tensors into Python and numpy made outside a Triton launch
+        (``outside_launch()``); returns a check that the hooks are still in place."""
+        hooked = {}
+        for name in ("numpy", "__array__", "tolist", "__dlpack__"):
+            original = getattr(torch.Tensor, name)
+
+            def counted(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+                if outside_launch():
+                    self.python_reads += 1
+                return _original(*args, **kwargs)
+
+            setattr(torch.Tensor, name, counted)
+            hooked[name] = counted
+
+        def intact() -> bool:
+            return all(getattr(torch.Tensor, n) is f for n, f in hooked.items())
+
+        return intact
 
 
-def own_op(event: Any) -> bool:
+def own_op(event: Any, skip: tuple[str, ...], _ancestors: Any = None) -> bool:
     """An aten operation the candidate called itself: not nested in another operation or in one
-    of kbx's ranges."""
+    of kbx's ranges (``skip``)."""
     if not event.name.startswith("aten::"):
         return False
-    for parent in ancestors(event):
-        if parent.name in (HARNESS, LAUNCH) or parent.name.startswith("aten::"):
+    for parent in (_ancestors or ancestors)(event):
+        if parent.name in skip or parent.name.startswith("aten::"):
             return False
     return True
 
@@ -110,13 +152,3 @@ def ancestors(event: Any) -> Iterator[Any]:
     while parent is not None:
         yield parent
         parent = parent.cpu_parent
-
-
-def launch_range() -> contextlib.AbstractContextManager[Any]:
-    """Around one Triton launch while a recorder is on (``launches``)."""
-    return record_function(LAUNCH)
-
-
-def recording() -> bool:
-    """Whether a profiler session is on in this process."""
-    return bool(torch.autograd.profiler._is_profiler_enabled)

@@ -19,14 +19,16 @@ import torch
 
 from kbx.evaluate.gpulock import shared
 from kbx.evaluate.launches import LaunchCounter
-from kbx.evaluate.opcheck import OpRecorder
 from kbx.task import Case, Inputs, Task
 from kbx.verdict import Verdict
 
 ENTRY_FALLBACK = "kernel_function"  # KernelBench-X's generic entry name
 REFILL_SEED = 7_919_000  # offset of the seed a correctness case is redrawn from for its refill
 CANDIDATE_PATH = "candidate.py"  # in the child's working folder
-GPU_LOCK: str | None = None  # the per-GPU lock file, set by the child on CUDA
+GPU_LOCK: str | None = None
+Harness = Callable[
+    [], AbstractContextManager[Any]
+]  # marks kbx's own torch work (``opcheck``)  # the per-GPU lock file, set by the child on CUDA
 
 
 class Sender(Protocol):
@@ -52,6 +54,7 @@ class Plan:
     bench_refills: list[Inputs | None]
     timed: bool = False  # benchmark cases will be timed (and their timed outputs judged)
     bench_index: list[int] = dataclasses.field(default_factory=list)  # task.bench index of each
+    harness: Harness = nullcontext  # set by the child before the candidate is imported
 
     @classmethod
     def build(
@@ -146,6 +149,8 @@ def clone(x: Any) -> Any:
 
 def detached(x: Any) -> Any:
     """Outputs as plain tensors (on their device) and scalars, like ``to_cpu`` otherwise."""
+    if (name := subclass(x)) is not None:
+        return name
     if isinstance(x, torch.Tensor):
         return x.detach().as_subclass(torch.Tensor)
     if isinstance(x, tuple | list):
@@ -153,8 +158,18 @@ def detached(x: Any) -> Any:
     return to_cpu(x)
 
 
+def subclass(x: Any) -> str | None:
+    """The placeholder of a tensor subclass: an output must be a plain tensor (a subclass runs
+    its own code when kbx copies it, inside kbx's harness)."""
+    if isinstance(x, torch.Tensor) and type(x) is not torch.Tensor:
+        return f"<tensor subclass {type(x).__name__}>"
+    return None
+
+
 def to_cpu(x: Any) -> Any:
     """Outputs as plain CPU tensors and scalars: anything else is reported by its type name."""
+    if (name := subclass(x)) is not None:
+        return name
     if isinstance(x, torch.Tensor):
         t = x.detach().as_subclass(torch.Tensor)
         # from the GPU .cpu() is already a new tensor of its own size (a second copy of a large
@@ -172,15 +187,22 @@ def fresh_arguments(inputs: Inputs) -> tuple[Any, dict[str, Any]]:
     return clone(inputs.args), clone(dict(inputs.kwargs))
 
 
-def copies(inputs: Inputs) -> tuple[Any, dict[str, Any]]:
+def copies(inputs: Inputs, harness: Harness = nullcontext) -> tuple[Any, dict[str, Any]]:
     """``fresh_arguments`` in a candidate's child (a GPU copy: under the shared lock)."""
-    with shared(GPU_LOCK, "inputs in"), OpRecorder.harness():
+    with shared(GPU_LOCK, "inputs in"), harness():
         return fresh_arguments(inputs)
 
 
-def call(task: Task, entry: Callable[..., Any], inputs: Inputs, seed: int, device: str) -> Any:
+def call(
+    task: Task,
+    entry: Callable[..., Any],
+    inputs: Inputs,
+    seed: int,
+    device: str,
+    harness: Harness = nullcontext,
+) -> Any:
     """One call on fresh copies of the inputs, seeded; returns outputs on the CPU."""
-    return call_on(task, entry, *copies(inputs), seed, device)
+    return call_on(task, entry, *copies(inputs, harness), seed, device, harness=harness)
 
 
 def call_on(
@@ -191,6 +213,7 @@ def call_on(
     seed: int,
     device: str,
     keep: bool = True,
+    harness: Harness = nullcontext,
 ) -> Any:
     """One seeded call on these very buffers; returns outputs on the CPU (None without
     ``keep``: the call only has to finish)."""
@@ -204,7 +227,7 @@ def call_on(
             return None
         if task.inplace:
             out = (out, tuple(args[i] for i in task.inplace))
-        with OpRecorder.harness():
+        with harness():
             return copy_out(out, "outputs out")
     except BaseException as exc:  # noqa: BLE001 - anything the candidate raises is its verdict
         raise CandidateFailure(classify(exc), explain(exc, Path(CANDIDATE_PATH))) from None
@@ -219,7 +242,7 @@ def copy_out(x: Any, what: str) -> Any:
     (milliseconds) rather than for a whole output of hundreds of MB."""
     if isinstance(x, tuple | list):
         return tuple(copy_out(v, what) for v in x)
-    if not (isinstance(x, torch.Tensor) and x.is_cuda):
+    if subclass(x) is not None or not (isinstance(x, torch.Tensor) and x.is_cuda):
         return to_cpu(x)
     t = x.detach().as_subclass(torch.Tensor)
     if t.nbytes <= COPY_CHUNK_BYTES or not t.is_contiguous():
@@ -274,7 +297,7 @@ def run_cases(
             results[kind].append([])  # [] is not judged
         refill = plan.refills[i] if kind == "cases" else None
         if refill is not None:  # new contents at the same addresses
-            keep("refill", i, [call_refilled(task, plan.device, entry, case, buffers, refill)])
+            keep("refill", i, [call_refilled(task, plan, entry, case, buffers, refill)])
         elif kind == "cases" and sink is None:
             results["refill"].append([])
         if after is not None:
@@ -298,11 +321,13 @@ def call_case(
     neither copied out nor judged)."""
     before = counter.launches
     seed = case.torch_seed
-    args, kwargs = copies(inputs)
+    args, kwargs = copies(inputs, plan.harness)
     keep = kind == "cases" or task.random or not plan.timed
-    outs = [call_on(task, entry, args, kwargs, seed, plan.device, keep)]
+    outs = [call_on(task, entry, args, kwargs, seed, plan.device, keep, plan.harness)]
     if task.random:  # the same seed again must repeat; another must not
-        outs += [call(task, entry, inputs, s, plan.device) for s in (seed, seed + 7919)]
+        outs += [
+            call(task, entry, inputs, s, plan.device, plan.harness) for s in (seed, seed + 7919)
+        ]
     if counter.required and counter.launches == before:
         raise CandidateFailure(
             Verdict.NO_TRITON, f"{kind} {index} ({case.label()}): no Triton kernel was launched"
@@ -312,7 +337,7 @@ def call_case(
 
 def call_refilled(
     task: Task,
-    device: str,
+    plan: Plan,
     entry: Callable[..., Any],
     case: Case,
     buffers: tuple[Any, dict[str, Any]],
@@ -322,9 +347,10 @@ def call_refilled(
     seed."""
     args, kwargs = buffers
     new = (refill.args, list(refill.kwargs.values()))
-    with shared(GPU_LOCK, "refill"), OpRecorder.harness():
+    with shared(GPU_LOCK, "refill"), plan.harness():
         restore((args, list(kwargs.values())), new)
-    return call_on(task, entry, args, kwargs, refill_case(case).torch_seed, device)
+    seed = refill_case(case).torch_seed
+    return call_on(task, entry, args, kwargs, seed, plan.device, harness=plan.harness)
 
 
 def leaves(x: Any) -> list[Any]:

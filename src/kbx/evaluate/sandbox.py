@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import resource
+import secrets
 import shutil
 import signal
 import socket
@@ -249,6 +250,16 @@ def visible_gpu(gpu: int) -> str:
 SETUP_PARTS = ("imports", "context", "profiler", "inputs", "hooks")
 
 
+def file_cap(task: Task, device: str) -> int:
+    """The largest file a child may write (RLIMIT_FSIZE): four times the largest output file the
+    parent reads (``outputs.case_bytes_cap`` of the largest case it runs, three runs for a
+    random task), so that an output somewhat too large is still read and named, while a
+    candidate cannot fill the folder's memory-backed disk with one file."""
+    cases = list(task.cases) + [task.bench[i] for i in expect.bench_plan(task, device)]
+    runs = 3 if task.random else 1
+    return 4 * max(outputs.case_bytes_cap(runs * int(task.bytes_moved(c))) for c in cases)
+
+
 def kernel_cache(cfg: SandboxConfig, workdir: Path, code: str) -> Path:
     """The Triton kernel cache a child writes: the run's (or ``--triton-cache``'s), in a folder
     of this candidate's code alone, so that no candidate can plant a kernel or an autotuning
@@ -288,10 +299,12 @@ class Child:
         self.stage = "setting up"
         self.forked = False
         self.spawn_s = 0.0
+        self.key = secrets.token_hex(32)  # signs the child's messages (``channel.sign``)
 
     def run(self) -> ChildRun:
         read_fd, write_fd = os.pipe()
         settings = confine.prepare(self.workdir, [], self.cfg.device, self.shared())
+        settings["limits"]["fsize"] = file_cap(self.task, self.cfg.device)
         job = {
             "task_id": self.task.id,
             "device": self.cfg.device,
@@ -303,6 +316,7 @@ class Child:
             "lock": self.cfg.lock,
             "timing_core": self.cfg.timing_core,
             "confine": settings,
+            "key": self.key,
         }
         (self.workdir / "job.json").write_text(json.dumps(job))
         try:
@@ -366,7 +380,7 @@ class Child:
         )
 
     def follow(self, fd: int) -> ChildRun:
-        reader = channel.LineReader(fd)
+        reader, verifier = channel.LineReader(fd), channel.Verifier(self.key)
         follower = Follower(
             self.proc.pid,
             self.expected,
@@ -378,7 +392,7 @@ class Child:
         follower.locked = self.cfg.lock_path is not None
         try:
             while True:
-                msg = next_message(reader, follower)
+                msg = next_message(reader, follower, verifier)
                 self.stage = follower.stage.name
                 if msg is None:
                     raise self.died()
@@ -415,10 +429,17 @@ class Child:
         name, digest, _ = announced
         case = (self.task.cases if kind in ("cases", "refill") else self.task.bench)[index]
         cap = outputs.case_bytes_cap(runs * int(self.task.bytes_moved(case)))
+        path = self.workdir / name
+        if name == outputs.file_name(kind, index) and path.is_file() and path.stat().st_size > cap:
+            raise Reject(  # kbx's child wrote what the candidate returned: far too much
+                Verdict.WRONG_SHAPE,
+                f"{kind} {index} ({case.label()}): outputs of {path.stat().st_size} bytes, "
+                f"over the {cap} this case allows",
+            )
         try:
             if name != outputs.file_name(kind, index):
                 raise outputs.OutputError(f"{name}: not the file kbx names {kind} {index}")
-            got = outputs.read_case(self.workdir / name, cap, digest)
+            got = outputs.read_case(path, cap, digest)
         except outputs.OutputError as exc:
             raise Reject(Verdict.FORBIDDEN, f"its outputs were tampered with: {exc}") from None
         if len(got) != runs:

@@ -1,5 +1,5 @@
-"""Known-bad: segfaults (reads address 0) after launching a kernel."""
-import ctypes
+"""Known-bad: a NULL dereference in C (faulthandler._sigsegv) after launching a kernel."""
+import faulthandler
 
 import torch
 import triton
@@ -17,5 +17,5 @@ def rsqrt(input, out=None):
     x = input.contiguous()
     y = torch.empty_like(x)
     _rsqrt[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
-    ctypes.string_at(0)
+    faulthandler._sigsegv()
     return y
