@@ -334,8 +334,13 @@ def _landlock(writable: Sequence[str], device: str) -> bool:
     if ruleset < 0:
         return False
     devices = [*DEVICES, *(glob.glob("/dev/nvidia*") if device.startswith("cuda") else [])]
+    # the CUDA driver writes below its own process's /proc folder: it fails to start (error
+    # 304) without it (H200, 2026-12-02, scripts/gpu_sandbox_diag.py); the guard keeps
+    # candidate code from /proc/self/mem
+    own = [f"/proc/{os.getpid()}"] if device.startswith("cuda") else []
     try:
-        for path, rights in [*((p, fs) for p in writable), *((d, fs & LL_FILE) for d in devices)]:
+        rules = [*((p, fs) for p in [*writable, *own]), *((d, fs & LL_FILE) for d in devices)]
+        for path, rights in rules:
             with contextlib.suppress(FileNotFoundError):
                 _allow(ruleset, path, rights)
         return int(_libc.syscall(LL_RESTRICT, ruleset, ctypes.c_uint32(0))) == 0

@@ -65,7 +65,8 @@ def serve(
     trace.mark("fork server: imported")
     load_suite()
     gpuops.preload()
-    benchtime.prepare_profiler()  # its first session imports ~900 modules (opcheck's, each case)
+    if device == "cpu":  # its first session imports ~900 modules (opcheck's, each case); on a
+        benchtime.prepare_profiler()  # GPU host it starts CUPTI, and forks could not use CUDA
     trace.mark("fork server: suite and dispatch modes loaded")
     if torch.cuda.is_initialized():  # a forked child could not use CUDA
         raise RuntimeError("CUDA was initialised in the fork server")

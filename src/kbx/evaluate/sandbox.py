@@ -144,6 +144,8 @@ def child_env(workdir: Path, cfg: SandboxConfig) -> dict[str, str]:
     env.update(
         HOME=str(workdir),
         TMPDIR=str(workdir),
+        USER="kbx-child",  # its uid has no passwd entry: getpass.getuser() reads these first
+        LOGNAME="kbx-child",
         PYTHONDONTWRITEBYTECODE="1",
         PYTHONPATH=KBX_PATH,
         OMP_NUM_THREADS=str(cfg.threads),
