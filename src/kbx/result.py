@@ -53,6 +53,7 @@ class Result:
     started_at: float | None = None  # seconds since the epoch: with duration_s, a run's timeline
     sandbox: str = ""  # the child's confinement: full | partial | none (``confine.probe``)
     checked: dict[str, int] = field(default_factory=dict)  # cases checked by kind, bench_total
+    triton_share: dict[str, float] = field(default_factory=dict)  # GPU time in Triton, by case
     schema_version: int = SCHEMA_VERSION
 
     @classmethod

@@ -133,7 +133,8 @@ def run_candidate(
     from kbx.evaluate import benchtime, guard, opcheck, runner
     from kbx.verdict import Verdict
 
-    recorder = opcheck.OpRecorder()
+    recorder = opcheck.OpRecorder(gpu=job["device"] == "cuda")
+    recorder.kernels = counter.kernels
     start, stop = recorder.start, recorder.stop
     plan.harness = recorder.harness
     intact = recorder.watch_python_reads(lambda: counter.depth == 0)

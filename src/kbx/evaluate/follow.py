@@ -37,6 +37,7 @@ class Announced:
     unfinished: set[Key] = field(default_factory=set)  # benchmark cases cut off on the CPU
     setup_parts: dict[str, float] = field(default_factory=dict)
     spent: dict[str, float] = field(default_factory=dict)  # wall seconds by phase (``PHASES``)
+    shares: dict[str, float | None] = field(default_factory=dict)  # GPU time in Triton, by case
 
 
 class CutOff(Exception):
@@ -207,7 +208,16 @@ class Follower:
         if key in self.got.ops or key not in self.ops_expected():
             raise Reject(Verdict.FORBIDDEN, f"unexpected op evidence for {msg.kind} {msg.index}")
         self.got.ops.add(key)
-        compute = opcheck.compute_ops(dict(msg.calls))
+        calls = dict(msg.calls)
+        share = opcheck.triton_share(calls)
+        self.got.shares[f"{msg.kind} {msg.index}"] = share
+        if self.triton and share is not None and share < opcheck.MIN_TRITON_SHARE:
+            raise Reject(
+                Verdict.NO_TRITON,
+                f"{msg.kind} {msg.index}: {share:.0%} of its GPU time in its own Triton kernels "
+                f"(at least {opcheck.MIN_TRITON_SHARE:.0%}): torch did the work",
+            )
+        compute = opcheck.compute_ops(calls)
         if compute and self.triton:
             named = ", ".join(
                 f"{k.removeprefix('aten::')} x{v}" for k, v in sorted(compute.items())

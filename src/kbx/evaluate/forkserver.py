@@ -64,9 +64,7 @@ def serve(
 
     trace.mark("fork server: imported")
     load_suite()
-    gpuops.preload()
-    if device == "cpu":  # its first session imports ~900 modules (opcheck's, each case); on a
-        benchtime.prepare_profiler()  # GPU host it starts CUPTI, and forks could not use CUDA
+    preload(device)
     trace.mark("fork server: suite and dispatch modes loaded")
     if torch.cuda.is_initialized():  # a forked child could not use CUDA
         raise RuntimeError("CUDA was initialised in the fork server")
@@ -107,6 +105,18 @@ def serve(
         children.add(pid)
         sock.send(json.dumps({"id": request["id"], "pid": pid}).encode())
         pool.fill(visible, mine)
+
+
+def preload(device: str) -> None:
+    """What every child would otherwise load itself: torch's dispatch modes and, for CPU
+    children, the profiler's first session (it imports ~900 modules; ``opcheck`` opens one a
+    case).  Not on a GPU host: the profiler starts CUPTI there, and forks could not use CUDA
+    (H200, 2026-12-02)."""
+    from kbx.evaluate import benchtime, gpuops
+
+    gpuops.preload()
+    if device == "cpu":
+        benchtime.prepare_profiler()
 
 
 def parse(data: bytes) -> dict[str, Any]:

@@ -18,6 +18,7 @@ class LaunchCounter:
         self.depth = 0  # > 0 while inside a launch
         self.required = True  # off only when kbx validates a task's own PyTorch reference
         self.mark: Any = None  # while ops are recorded: the range around each launch (opcheck)
+        self.kernels: set[str] = set()  # names of the Triton kernels launched (opcheck)
 
 
 def install_launch_counter(interpreted: bool, lock: str | None = None) -> LaunchCounter:
@@ -58,6 +59,8 @@ def counted(original: Any, counter: LaunchCounter, lock: str | None) -> Any:
             counter.launches += 1
         counter.depth += 1
         marked = counter.mark() if counter.mark is not None else contextlib.nullcontext()
+        if counter.mark is not None:  # its GPU kernel's name, for the GPU-time share
+            counter.kernels.add(getattr(getattr(self, "fn", None), "__name__", ""))
         try:
             with marked:
                 if lock is None or warm or holding():

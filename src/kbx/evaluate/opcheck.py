@@ -70,8 +70,10 @@ class OpRecorder:
     candidate's copies of tensors into Python and numpy (``Tensor.numpy``, ``tolist``...), which
     the profiler does not see."""
 
-    def __init__(self) -> None:
+    def __init__(self, gpu: bool = False) -> None:
         token = secrets.token_hex(8)
+        self.gpu = gpu  # also record GPU kernels: the share of GPU time in Triton's (``share``)
+        self.kernels: set[str] = set()  # names of the Triton kernels launched (``launches``)
         self.sentinel, self.harness_name = f"kbx::session:{token}", f"kbx::harness:{token}"
         self.launch_name = f"kbx::launch:{token}"
         self.skip = (self.harness_name, self.launch_name)
@@ -83,9 +85,8 @@ class OpRecorder:
         self.own = functools.partial(own_op, skip=self.skip, _ancestors=ancestors)
 
     def start(self) -> None:
-        self.session = self.profile(
-            activities=[ProfilerActivity.CPU], experimental_config=self.threads
-        )
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.gpu else [])
+        self.session = self.profile(activities=activities, experimental_config=self.threads)
         self.session.__enter__()
         with self.record(self.sentinel):
             pass
@@ -102,6 +103,8 @@ class OpRecorder:
         if sum(1 for e in events if e.name == self.sentinel) != 1:
             raise Tampered("kbx's profiler session was restarted during the candidate's run")
         calls = dict(_count(e.name for e in events if self.own(e)))
+        if self.gpu:
+            calls.update(gpu_times(events, self.own, self.kernels))
         if self.python_reads:
             calls["kbx::python_read"], self.python_reads = self.python_reads, 0
         return calls
@@ -152,3 +155,32 @@ def ancestors(event: Any) -> Iterator[Any]:
     while parent is not None:
         yield parent
         parent = parent.cpu_parent
+
+
+TRITON_US, OTHER_US = "kbx::gpu_triton_us", "kbx::gpu_other_us"
+# A case passes the GPU-time rule when at least this share of the GPU time its own calls made
+# went to its Triton kernels (the rest: kernels of the torch operations on its path, glue
+# included).  Set low on purpose until the GPU validation issue measures the reference
+# solutions' shares: allocations and fills beside a kernel must never reject an honest one.
+MIN_TRITON_SHARE = 0.10
+
+
+def gpu_times(events: list[Any], own: Any, kernels: set[str]) -> dict[str, int]:
+    """Microseconds of GPU time in the candidate's Triton kernels (by name) and in kernels of
+    the torch operations it called itself (``own``)."""
+    triton_us = sum(
+        e.time_range.elapsed_us()
+        for e in events
+        if str(getattr(e, "device_type", "")).endswith("CUDA") and e.name in kernels
+    )
+    other_us = sum(int(getattr(e, "device_time_total", 0) or 0) for e in events if own(e))
+    return {TRITON_US: int(triton_us), OTHER_US: int(other_us)}
+
+
+def triton_share(calls: dict[str, int]) -> float | None:
+    """The share of a case's GPU time in its Triton kernels (None: no GPU time recorded);
+    removes the two figures from ``calls``."""
+    triton_us, other_us = calls.pop(TRITON_US, None), calls.pop(OTHER_US, None)
+    if triton_us is None or other_us is None or triton_us + other_us == 0:
+        return None
+    return triton_us / (triton_us + other_us)

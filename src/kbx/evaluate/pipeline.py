@@ -102,6 +102,7 @@ def evaluate(candidate: Candidate, cfg: EvalConfig) -> Result:
             waited = reference.judge(task, child.outputs, cfg.device, lock, spent, child.variants)
             result = Result.of(candidate, cfg.device, Verdict.PASSED, passed_detail(child), "done")
             result.checked = child.checked
+            result.triton_share = child.triton_share
             result.stage_s = dict(child.stage_s, check=round(time.monotonic() - checked, 3))
             result.stage_s["start"] = round(before_child, 3)
             result.stage_s["check_wait"] = round(waited, 3)

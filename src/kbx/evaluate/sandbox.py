@@ -104,6 +104,7 @@ class ChildRun:
     stage_s: dict[str, float] = field(default_factory=dict)  # spawn, setup, ..., kill, load
     variants: dict[int, int] = field(default_factory=dict)  # contents of each last timed call
     checked: dict[str, int] = field(default_factory=dict)  # cases checked, by kind
+    triton_share: dict[str, float] = field(default_factory=dict)  # GPU time in Triton (cuda)
 
 
 def run_child(task: Task, code: str, cfg: SandboxConfig) -> ChildRun:
@@ -412,6 +413,7 @@ class Child:
         loading = time.monotonic()
         got = follower.got
         run = ChildRun(timings=got.timings, checked=expected.checked())
+        run.triton_share = {k: round(v, 4) for k, v in got.shares.items() if v is not None}
         for key, runs in expected.runs.items():
             run.outputs[key] = self.load(key, runs, got.files[key])
             if key[0] == "timed" and got.files[key][2] is not None:

@@ -1,0 +1,75 @@
+"""The op evidence: what the candidate computed with torch, on the CPU for real, and the
+GPU-time share from profiler events (the GPU run belongs to the GPU validation issue)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import torch
+
+from kbx.evaluate import opcheck
+
+
+def test_torch_compute_is_recorded_and_kbx_ranges_and_glue_are_not():
+    recorder = opcheck.OpRecorder()
+    x = torch.randn(64)
+    recorder.start()
+    with recorder.harness():
+        x.clone().mul(2)  # kbx's own work: left out
+    y = torch.empty_like(x).view(8, 8)  # glue
+    torch.nn.functional.gelu(x)  # the candidate's compute
+    calls = recorder.stop()
+    assert opcheck.compute_ops(calls) == {"aten::gelu": 1}
+    assert "aten::mul" not in calls and y.shape == (8, 8)
+
+
+def test_a_range_named_like_kbx_s_public_names_hides_nothing():
+    recorder = opcheck.OpRecorder()
+    x = torch.randn(64)
+    recorder.start()
+    with (
+        torch.profiler.record_function("kbx::harness"),
+        torch.profiler.record_function("kbx::launch"),
+    ):
+        torch.tanh(x)
+    assert opcheck.compute_ops(recorder.stop()) == {"aten::tanh": 1}
+
+
+def test_a_stopped_or_restarted_session_is_tampering():
+    recorder = opcheck.OpRecorder()
+    recorder.start()
+    torch.autograd._disable_profiler()
+    try:
+        recorder.stop()
+        raise AssertionError("not caught")
+    except opcheck.Tampered:
+        pass
+
+
+def test_copies_into_numpy_outside_a_launch_are_counted():
+    recorder = opcheck.OpRecorder()
+    inside = [False]
+    intact = recorder.watch_python_reads(lambda: not inside[0])
+    recorder.start()
+    torch.ones(3).numpy()
+    inside[0] = True
+    torch.ones(3).tolist()  # inside a launch: the interpreter's own
+    calls = recorder.stop()
+    assert calls["kbx::python_read"] == 1 and intact()
+
+
+def kernel(name: str, us: int) -> SimpleNamespace:
+    return SimpleNamespace(
+        name=name, device_type="DeviceType.CUDA", time_range=SimpleNamespace(elapsed_us=lambda: us)
+    )
+
+
+def test_the_gpu_time_share_counts_triton_kernels_against_the_candidate_s_torch_kernels():
+    op = SimpleNamespace(name="aten::copy_", device_time_total=300, cpu_parent=None)
+    events = [kernel("_gelu_kernel", 700), kernel("elementwise_kernel", 300), op]
+    calls = opcheck.gpu_times(events, lambda e: e is op, {"_gelu_kernel"})
+    assert calls == {opcheck.TRITON_US: 700, opcheck.OTHER_US: 300}
+    assert opcheck.triton_share(calls) == 0.7 and calls == {}
+    decoy = opcheck.gpu_times([kernel("_copy_one", 2), op], lambda e: e is op, {"_copy_one"})
+    assert opcheck.triton_share(decoy) < opcheck.MIN_TRITON_SHARE
+    assert opcheck.triton_share({}) is None  # the CPU: no GPU time recorded
