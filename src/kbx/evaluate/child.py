@@ -1,14 +1,15 @@
 """The candidate's child process: build inputs, import the candidate, run its cases, report.
 
-Run as ``python -m kbx.evaluate.child JOB.json`` by ``sandbox.py`` in a scrubbed environment and a
-working directory of its own.  Inputs are built from the task's seeds *before* the candidate is
-imported, so nothing its import does can change them.  Progress goes to the parent as JSON lines on
-a pipe; outputs go to ``outputs.pt`` and are judged by the parent, never here.
+Run as ``python -m kbx.evaluate.child JOB.json`` by ``sandbox.py`` (or forked by the fork
+server) inside the sandbox (``confine``), in a scrubbed environment and a folder of its own.
+Inputs are built from the task's seeds *before* the candidate is imported, so nothing its import
+does can change them.  Progress goes to the parent as signed JSON lines on a pipe (``channel``);
+each case's outputs go to a safetensors file of its own (``outputs``), announced with its hash,
+and are judged by the parent, never here.
 
-Threat model: this process runs untrusted code, so everything it reports (messages, outputs,
-launch counts, timings) is a claim.  Outputs are compared by the parent; a forged rejection only
-hurts the candidate itself.  A candidate that patches kbx's own hooks in this process can still
-fool the launch counter and the timer; hardening them is tracked in docs/design/trust-model.md.
+Threat model: this process runs untrusted code, so everything it reports (messages, outputs, op
+evidence, timings) is a claim.  The guard (``guard``) and the bindings made before the import
+raise the cost of forging it; docs/design/trust-model.md says what remains open.
 """
 
 from __future__ import annotations
