@@ -49,3 +49,18 @@ def test_eval_measures_baselines_first_unless_told_not_to():
     parser = build_parser()
     assert parser.parse_args(["eval", "x"]).baselines_first
     assert not parser.parse_args(["eval", "x", "--no-baselines-first"]).baselines_first
+
+
+def test_cuda_without_a_gpu_is_one_line_and_exit_2(tmp_path, capsys):
+    """Issue 25's newcomer path: no tracebacks, no 67 s of failing children."""
+    import torch
+
+    if torch.cuda.is_available():  # the message is for machines without one
+        return
+    for argv in (
+        ["eval", str(BAD / "no_triton"), "--device", "cuda", "--out", str(tmp_path)],
+        ["validate", "--device", "cuda", "--tasks", "Math/rsqrt"],
+    ):
+        assert main(argv) == 2
+        out = capsys.readouterr().out
+        assert "no CUDA GPU is visible here" in out and "Traceback" not in out

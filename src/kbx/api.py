@@ -14,7 +14,7 @@ from pathlib import Path
 
 from kbx.candidate import make
 from kbx.evaluate.pipeline import EvalConfig, evaluate
-from kbx.hardware import default_device
+from kbx.hardware import default_device, device_problem
 from kbx.result import Result
 
 
@@ -31,6 +31,8 @@ def evaluate_code(
     ``code`` may be a raw model answer: fences, chat end tokens and a KernelBench-X test block
     are stripped as for JSONL sources.  ``config`` overrides everything but the device.
     """
+    if problem := device_problem(device or default_device()):
+        raise ValueError(problem)
     candidate = make("<api>", task_id, code)
     with tempfile.TemporaryDirectory(prefix="kbx-api-") as scratch:
         cfg = config or EvalConfig(

@@ -88,11 +88,14 @@ def cmd_prompts(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     from kbx.evaluate.pipeline import EvalConfig
     from kbx.evaluate.sandbox import Limits
-    from kbx.hardware import default_device
+    from kbx.hardware import default_device, device_problem
     from kbx.report import category_table
     from kbx.runs import RunPlan, run_eval
 
     device = args.device or default_device()
+    if problem := device_problem(device):
+        console.print(f"[red]{problem}[/red]")
+        return 2
     out = Path(args.out or f"runs/{time.strftime('%Y%m%d-%H%M%S')}")
     source = Path(args.source)
     if not source.exists():
@@ -176,11 +179,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from kbx.evaluate.pipeline import EvalConfig
-    from kbx.hardware import default_device
+    from kbx.hardware import default_device, device_problem
     from kbx.suite import select
     from kbx.validate import TaskReport, validate
 
     device = args.device or default_device()
+    if problem := device_problem(device):
+        console.print(f"[red]{problem}[/red]")
+        return 2
     tasks = select(args.tasks)
     jobs = args.jobs or default_jobs(device)
     started = time.monotonic()

@@ -20,6 +20,13 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def device_problem(device: str) -> str | None:
+    """Why ``device`` cannot run here, in one line, or None."""
+    if device == "cuda" and not torch.cuda.is_available():
+        return "--device cuda: no CUDA GPU is visible here (use --device cpu)"
+    return None
+
+
 @cache
 def fingerprint(device: str) -> dict[str, Any]:
     import triton
