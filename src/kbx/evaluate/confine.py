@@ -334,9 +334,8 @@ def _landlock(writable: Sequence[str], device: str) -> bool:
     if ruleset < 0:
         return False
     devices = [*DEVICES, *(glob.glob("/dev/nvidia*") if device.startswith("cuda") else [])]
-    # the CUDA driver writes below its own process's /proc folder: it fails to start (error
-    # 304) without it (H200, 2026-12-02, scripts/gpu_sandbox_diag.py); the guard keeps
-    # candidate code from /proc/self/mem
+    # the CUDA driver writes below its own process's /proc folder and fails to start (error
+    # 304) without it (docs/design/sandbox.md); the guard keeps candidates from /proc/*/mem
     own = [f"/proc/{os.getpid()}"] if device.startswith("cuda") else []
     try:
         rules = [*((p, fs) for p in [*writable, *own]), *((d, fs & LL_FILE) for d in devices)]

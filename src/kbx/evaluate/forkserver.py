@@ -111,7 +111,7 @@ def preload(device: str) -> None:
     """What every child would otherwise load itself: torch's dispatch modes and, for CPU
     children, the profiler's first session (it imports ~900 modules; ``opcheck`` opens one a
     case).  Not on a GPU host: the profiler starts CUPTI there, and forks could not use CUDA
-    (H200, 2026-12-02)."""
+    (docs/design/sandbox.md)."""
     from kbx.evaluate import benchtime, gpuops
 
     gpuops.preload()
