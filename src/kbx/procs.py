@@ -1,19 +1,17 @@
 """Job processes: a run's job slots spread over worker processes, each with its own interpreter
 (one GIL), fork server and reference cache, taking candidates from one queue in the run's order.
 
-Every job thread of a run shared the parent's interpreter: its children's follow-up, the loading
-of their outputs, the reference runs and the judging.  On two H200s (2026-11-30) the same checks
-took 1,773 s of job time with 32 job threads in one process against 1,335 s with 16, where the
-candidates' own work did not grow.  With ``procs`` > 1 the scheduler starts that many workers:
-job slot i (the slots take the GPUs in turn) goes to worker i % procs, so with ``procs`` a
-multiple of the GPUs each worker serves one GPU.  The parent keeps what is run-wide: the reserved
-timing cores (a worker adopts them), the baselines-first stage, the store.
+In one process every job thread shares the parent's interpreter: its children's follow-up, the
+loading of their outputs, the reference runs and the judging, so the checks slow down as job threads
+are added (docs/design/throughput.md, Worker processes).  With ``procs`` > 1 the scheduler starts
+that many workers: job slot i (the slots take the GPUs in turn) goes to worker i % procs, so with
+``procs`` a multiple of the GPUs each worker serves one GPU.  The parent keeps what is run-wide: the
+reserved timing cores (a worker adopts them), the baselines-first stage, the store.
 
 A worker that dies takes its running candidates with it: each becomes a ``harness_error``; the
 others go on with the rest of the queue.  Workers that share a GPU hand their cached GPU memory
-back after each candidate: each process keeps its own cached blocks, and two or four workers on
-one H200 ran it out of memory (2026-11-30); with it four workers on one H200 passed 184 of 184
-(docs/validation/h200-2026-11-30j/).
+back after each candidate: each process keeps its own cached blocks, and without that several
+workers run a GPU out of memory (docs/design/throughput.md, Worker processes).
 """
 
 from __future__ import annotations
@@ -153,9 +151,8 @@ def crowded(parts: list[list[int | None]], part: list[int | None]) -> bool:
 
 def spares_each(device: str, gpus: list[int | None], workers: int) -> int:
     """A worker's idle spares (``KBX_SPARES``): the one-process count shared by the workers of
-    a GPU, at least ``MIN_SPARES`` each where there are spares at all.  With one spare each for
-    four workers on one H200, most children made their own CUDA context (135 s of job time,
-    2026-11-30)."""
+    a GPU, at least ``MIN_SPARES`` each where there are spares at all: with fewer, most children
+    make their own CUDA context (docs/design/throughput.md, Fork server and spares)."""
     total = forkserver.spare_count(device)
     return max(MIN_SPARES, -(-total // per_gpu(gpus, workers))) if total else 0
 

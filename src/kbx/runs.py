@@ -33,9 +33,8 @@ CHECK_SHARE = 4  # the parent's torch threads: the cores over this (``check_thre
 # (``sys.setswitchinterval``; CPython's default is 5 ms).  A job thread waits for the GIL after
 # each of its system calls (its child's folder and files, the request to the fork server, the
 # child's messages), up to that long while another thread computes references or imports
-# modules: at 5 ms the first 32 jobs of a two-H200 run took 3.7-7.7 s each to reach their
-# child; at 0.5 ms the first 16 of one H200 took 0.06-0.08 s, beside an import in another
-# thread (2026-12-01, docs/validation/h200-2026-12-01b/).
+# modules; at 5 ms a run's first jobs take seconds to reach their child
+# (docs/design/throughput.md, GIL switch interval).
 SWITCH_S = 0.0005
 
 
@@ -64,8 +63,8 @@ class Scheduler:
 
     def check_threads(self) -> int:
         """The parent's torch threads (one setting per process), for its job threads' CPU math:
-        property checks evaluated in float64 at benchmark sizes, up to 76 s a task on one
-        thread in the H200's warm run, while half the cores idled (docs/design/timing.md).  A
+        property checks evaluated in float64 at benchmark sizes, which on one thread take tens
+        of seconds a task while cores idle (docs/design/throughput.md, Check threads).  A
         quarter of the cores by default, not a thread per core (each job thread that calls an
         operation then runs its own team of that many)."""
         return self.cfg.check_threads or max(1, len(os.sched_getaffinity(0)) // CHECK_SHARE)
@@ -149,11 +148,10 @@ class Scheduler:
 
     def load(self) -> None:
         """Make this process's CUDA contexts and load what its threads' first checks would
-        import (fake tensors: torch._dynamo and some 800 modules, 3.5 s on the H200) while its
-        jobs' children start: their threads run no torch operation until it is done
-        (``gpuops.wait_loaded``).  Done before the job threads began, it kept a two-H200 run's
-        workers from taking their first candidates until 6.6-7.1 s into the run
-        (2026-12-01)."""
+        import (fake tensors: torch._dynamo and some 800 modules, seconds) while its jobs'
+        children start: their threads run no torch operation until it is done
+        (``gpuops.wait_loaded``).  Done before the job threads begin, it would hold back the
+        first candidates by as long (docs/design/throughput.md, Worker processes)."""
         try:
             for gpu in self.gpus:
                 gpuops.make_context(gpu)
@@ -176,10 +174,8 @@ class Scheduler:
         """Measure every baseline these tasks lack (the cache's are kept) before any candidate
         runs, a task per core (or ``cfg.baseline_workers`` per GPU) spread over the GPUs: the
         stage has the cores and the GPU lock to itself, where interleaved with the candidates a
-        cold run's baselines, children and checks queued behind each other.  On two H200s,
-        with each compiled graph's first run locked, it measured all 184 tasks' in 223 s, and
-        18 of 391 eager baselines came out over 10% slower than in a quiet run, as in
-        interleaved runs (docs/design/timing.md, Throughput); hence on by default.  A task
+        cold run's baselines, children and checks queue behind each other; hence on by default
+        (docs/design/throughput.md, Baselines).  A task
         whose baselines fail here is left to its job, which measures them again and reports
         the error."""
         found = (find(i) for i in dict.fromkeys(task_ids))
@@ -215,25 +211,19 @@ class Scheduler:
 
 def release_gpu_memory() -> None:
     """Hand this process's cached GPU memory back once a run is over.  The parent keeps the
-    blocks of its checks cached (74.8 GiB of an H200's 139.8 after a warm run, 2026-12-01),
-    and the next run in the same process began with its first children out of memory."""
+    blocks of its checks cached (half a GPU's memory after a warm run), and without this the
+    next run in the same process begins with its first children out of memory
+    (docs/design/throughput.md, Memory release)."""
     if torch.cuda.is_initialized():
         torch.cuda.empty_cache()
 
 
 def default_procs(device: str, gpus: Sequence[int | None]) -> int:
-    """One worker process per GPU when a run has several, else this process alone.  On two
-    H200s (2026-11-30) the checks of one process driving 32 jobs took 1,773 s of job time against
-    1,335 s for 16 jobs on one GPU; with a worker per GPU, 1,290 s against 1,295 s, and the run
-    took 95.5 s where the one-GPU run took 152.1 s.  More workers than GPUs ran one H200 out of
-    memory: each process keeps its own cached blocks, and with four, 61 of 184 reference
-    solutions failed (out of memory, or children that could not start); ``kbx.procs`` now has
-    such workers give their cache back after each candidate: four on one H200 then took 146.5 s
-    with all passed, and four a GPU on two H200s 106.5 s (docs/validation/h200-2026-11-30j/).
-    At ec3bd3a one process was the faster on two H200s, 87.1 s against 92.9 s (one run each;
-    the workers' first GPU hold came 17-18 s into the run, the one process's after 8 s,
-    docs/validation/h200-2026-11-30k/); at c589752 the two took the same, 80.7 s against 81.0 s
-    (docs/validation/h200-2026-11-30l/): the default waits for more runs."""
+    """One worker process per GPU when a run has several, else this process alone: one
+    process's job threads share one GIL, and its checks slow down as the jobs grow with the
+    GPUs.  Workers that share a GPU give their cached memory back after each candidate
+    (``kbx.procs``).  Whether one process or a worker per GPU is faster is not settled
+    (docs/design/throughput.md, Worker processes)."""
     return len(gpus) if device.startswith("cuda") and len(gpus) > 1 else 1
 
 

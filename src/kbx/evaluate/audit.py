@@ -2,9 +2,9 @@
 
 Run as ``TRITON_INTERPRET=1 python -m kbx.evaluate.audit solutions/reference [SPECS.jsonl]``
 (the CPU interpreter; every correctness case of each solution: a kernel specialised for a later
-case's dtype or mode can fail to compile where the first case's compiles, as
-Fusion/fused_hstack_div's integer path did on the H200).  Prints one JSON object per
-solution: ``{"task_id", "launches", "forbidden": {name: count}, "error"}``; with SPECS.jsonl, also
+case's dtype or mode can fail to compile where the first case's compiles;
+docs/design/throughput.md, Correctness findings).  Prints one JSON object per solution:
+``{"task_id", "launches", "forbidden": {name: count}, "error"}``; with SPECS.jsonl, also
 writes every distinct kernel launch for ``kbx.evaluate.hopper`` to compile for sm_90.  Not a
 sandbox: only for trusted solution sets such as kbx's own references.
 """

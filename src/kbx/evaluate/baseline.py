@@ -76,10 +76,8 @@ def compiled(reference: Callable[..., Any], lock: str | None) -> Callable[..., A
     stays outside the lock: with one compile thread (``perf.ONE_THREAD``), inductor compiles
     every kernel while it builds the graph, before that first run.
 
-    Unlocked, those first runs could overlap other processes' timings, the likely cause (not
-    confirmed) of what a two-H200 run that measured every task's baselines with 16 workers per
-    GPU saw: 29% of its eager baselines more than 10% slower than in the committed reference
-    run, some 3-25x (2026-11-30)."""
+    Unlocked, those first runs could overlap other processes' timings and slow them
+    (docs/design/throughput.md, Baselines)."""
     from torch._dynamo import lookup_backend
 
     inductor = lookup_backend("inductor")

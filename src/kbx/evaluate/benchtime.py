@@ -97,10 +97,9 @@ def prepare_profiler() -> None:
     """A first profiler session, empty and CPU-only, before the child's first GPU turn: its
     start imports ``torch._inductor`` (``hasattr(torch, "_inductor")`` in torch's
     ``prepare_trace``), and with it ``torch._dynamo``, some 900 modules.  The child no longer
-    imports them at setup (``gpuops.LockedOps``), so without this they came in the first
-    ``profiler_ms``, inside an exclusive timing turn: 1.6-6.3 s of each child's first profiled
-    case on the H200, while every other process waited for the GPU (2026-12-01,
-    docs/validation/h200-2026-12-01c/)."""
+    imports them at setup (``gpuops.LockedOps``), so without this they come in the first
+    ``profiler_ms``, inside an exclusive timing turn (seconds, while every other process waits
+    for the GPU: docs/design/throughput.md, Imports under dispatch modes)."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU]):
@@ -153,16 +152,15 @@ def fresh_ms(
     of ``seen``'s calls (one of the timed calls, with its prepare), made one before and one
     after each round's fresh calls.
 
-    FRESH_CALLS calls a round.  A first round that is not far slower than the timed calls is
-    the whole probe (``seen`` is not called then, and comes back None: the seen calls were 2 of
-    the probe's 4 calls a round, and the probe 9 s of the 44 s of timing turns in a warm H200
-    run, 2026-11-30).  Otherwise, while the round still looks like reuse (``suspect``), another
-    round on new contents flanked by seen calls, up to PROBE_ROUNDS more.  A stall of the GPU,
-    or of the host, during a round slows the seen calls beside the fresh ones, and one that does
-    not come back is left behind by the next round (an honest tanh's probe once read 13x its
-    timed median on the H200, 4 times in 170 timings of 2026-11-30; three reference solutions'
-    2.3-5.5x with every core busy in a cold run); a cache keyed on contents misses every fresh
-    call and hits every seen one."""
+    FRESH_CALLS calls a round.  A first round that is not far slower than the timed calls is the
+    whole probe (``seen`` is not called then, and comes back None: the seen calls would be half the
+    probe's calls, and the probe a fifth of a warm run's timing turns; docs/design/throughput.md,
+    The reuse probe).  Otherwise, while the round still looks like reuse (``suspect``), another
+    round on new contents flanked by seen calls, up to PROBE_ROUNDS more.  A stall of the GPU, or of
+    the host, during a round slows the seen calls beside the fresh ones, and one that does not come
+    back is left behind by the next round (an honest kernel's probe can read many times its timed
+    median; docs/design/throughput.md, The reuse probe); a cache keyed on contents misses every
+    fresh call and hits every seen one."""
     args, kwargs = buffers if buffers is not None else fresh_arguments(inputs)
     spare, source = (args, list(kwargs.values())), (inputs.args, list(inputs.kwargs.values()))
 
@@ -263,8 +261,8 @@ def time_case(
     if probe:  # beside the fresh calls: the first timed call, on contents it has seen
         seen_call = (lambda: (calls[0](), last.pop("out", None)), lambda k: load(0, 0))
         # With two contents, load() refills set 0 before each seen call, and the fresh calls go
-        # in set 0 too: a spare set's new memory ran honest kernels 2.1-2.3x slower than the
-        # set the seen calls used, in every round (H200, 2026-11-30).  A cache keyed on
+        # in set 0 too: a spare set's new memory runs honest kernels slower than the set the
+        # seen calls used (docs/design/throughput.md, The reuse probe).  A cache keyed on
         # addresses hits there, but fails the final call's re-check (contents alternate at
         # every address); with one content only, the spare set is what tells it apart.
         own = sets[0] if len(contents) > 1 else None

@@ -1,10 +1,8 @@
 """A CPU core of its own for each GPU's timing turn.
 
-Timings taken while every core of the host was busy came out inflated (H200, 2026-11-30,
-docs/validation/h200-2026-11-30e/): pixel_shuffle_conv2d's first benchmark case timed 8.82 ms
-on a quiet host and 13.8-38.8 ms in runs that compiled on every core; qr's second, 6.84 ms
-against 8.3-8.6 ms, and three reference solutions were called ``too_fast`` because a call on
-new contents, timed once, read 2.3-5.5x the median.  A timing thread that the scheduler takes
+Timings taken while every core of the host is busy come out inflated, up to several times, and
+a call on new contents timed once can read far above the median (docs/design/throughput.md, CPU
+cores and waiting).  A timing thread that the scheduler takes
 off its core while it enqueues a call, or before it reads the device-wide end, leaves the GPU
 idle inside the timed region, and the exclusive lock cannot prevent that.
 

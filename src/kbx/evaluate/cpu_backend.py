@@ -7,8 +7,8 @@ Only applied when the child runs with ``TRITON_INTERPRET=1``:
 - a kernel that reads a non-constexpr global fails as it would when compiled for the GPU;
 - Python float arguments are float32 scalars, as on the GPU (the interpreter keeps doubles);
 - ``tl.maximum`` / ``tl.minimum`` of floats return the non-NaN operand, as compiled code does
-  (the interpreter propagated NaN, so a clamp that turned NaN into a number passed on the CPU
-  and failed on the GPU: Math/airy_ai, H200 2026-11-30).
+  (the interpreter propagates NaN, so a clamp that turns NaN into a number would pass on the CPU
+  and fail on the GPU: docs/design/throughput.md, Correctness findings).
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ from kbx.evaluate import confine, spares
 
 READY_TIMEOUT_S = 120.0  # the server's own start-up: imports of torch and triton
 # idle spares per set of visible devices: on a GPU several, since jobs start one or two a second
-# there and a context took about 3.9 s under load (``spares``); on the CPU one (nothing to make
+# there and a context takes seconds under load (``spares``); on the CPU one (nothing to make
 # but the fork)
 SPARES = {"cuda": 8, "cpu": 1}
 
@@ -211,8 +211,7 @@ def say_ready(conn: socket.socket) -> None:
 def next_job(conn: socket.socket) -> tuple[bytes, list[int]]:
     """The request and descriptors the server sends a spare (empty: the server has gone).  A
     server that closed its end before it read READY leaves a reset on the socket, reported
-    before the request queued ahead of it (Linux); the second read gets the request (on the
-    H200, every child failed to start before this was handled, 2026-11-30)."""
+    before the request queued ahead of it (Linux); the second read gets the request."""
     for _ in range(2):
         try:
             data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)

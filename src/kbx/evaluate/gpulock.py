@@ -11,9 +11,9 @@ per thread (a launch inside a correctness call, or inside a timing, takes nothin
 also rules out self-deadlock on the gate.
 
 Preferring writers has a cost: while a timing waits for a long shared hold to end, every newcomer
-waits too, and the GPU idles.  On two H200s (2026-11-30) timings spent 40% of a cold run waiting
-so, behind the parent's checks (one held 76 s; a check's hold covered its host work too) and
-baseline warm-ups (up to 24 s).  So a long shared hold makes way (``make_way``): at a safe point
+waits too, and the GPU idles: behind the parent's checks and baseline warm-ups, which hold for
+tens of seconds, timings spent much of a cold run waiting (docs/design/throughput.md, GPU lock
+and timing turns).  So a long shared hold makes way (``make_way``): at a safe point
 of its holder (a GPU operation under ``gpuops``, a call of a warm-up) it finishes its GPU work,
 lets go and queues again behind the timing, once it is ``YIELD_AFTER_S`` old and a timing holds
 or wants the gate.

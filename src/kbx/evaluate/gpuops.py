@@ -2,18 +2,17 @@
 
 A task's ``make_inputs`` mixes CPU work (float64 draws and factorisations: seconds on one thread)
 with GPU work (draws of benchmark sizes, copies to the device).  Held around the whole call, the
-lock made every timing on that GPU wait for the CPU work too: up to 41 s for one task on the H200
-(docs/design/timing.md, Throughput).  Inside ``gpu_ops_locked``, the first aten operation that
-touches the locked device type (or creates a tensor there) takes a shared hold, which stays
-through the operations that follow until a CPU operation comes that is heavy (on ``HEAVY_NUMEL``
-elements or more) or comes ``HOLD_S`` or more after the hold began (a loop of small CPU work):
-the GPU work is finished and the hold let go before that operation runs.  A run of GPU
+lock makes every timing on that GPU wait for the CPU work too, tens of seconds for some tasks
+(docs/design/throughput.md, GPU lock and timing turns).  Inside ``gpu_ops_locked``, the first aten
+operation that touches the locked device type (or creates a tensor there) takes a shared hold, which
+stays through the operations that follow until a CPU operation comes that is heavy (on
+``HEAVY_NUMEL`` elements or more) or comes ``HOLD_S`` or more after the hold began (a loop of small
+CPU work): the GPU work is finished and the hold let go before that operation runs.  A run of GPU
 operations that a timing waits for makes way for it (``gpulock.make_way``) between two of them.
 
-One hold and one synchronization per run of GPU operations, not per operation: on the H200 a
-hold and a sync for each of a task's few hundred operations made its inputs 5 s slower with 16
-children building at once (2026-11-30), since each sync waited for the GPU's time slices to come
-round.
+One hold and one synchronization per run of GPU operations, not per operation: a hold and a sync for
+each of a task's few hundred operations make its inputs seconds slower with many children building
+at once, since each sync waits for the GPU's time slices to come round.
 """
 
 from __future__ import annotations
@@ -115,15 +114,11 @@ def use_thread_streams(on: bool) -> None:
     """In the trusted process (the parent, a worker of ``kbx.procs``): each thread's GPU work on
     a stream of its own (``on_device``), and a hold's end waits for that stream only.
 
-    Off by default: on an H200 (docs/validation/h200-2026-11-30j/) four workers with it took
-    137.3 s once, then 152.7 s and 150.9 s, against 145.7 s without: no reliable gain, and each
-    stream caches its own blocks (a worker per GPU on two H200s ran out of memory with it).
-    Why it was tried: one process's job threads otherwise share the default
-    stream: a thread's kernels queue behind every other thread's, and each hold's end
-    (``torch.cuda.synchronize``) waits for all of them.  On an H200, checks took a median
-    2.4 s a task with 16 job threads in one process and 0.29 s with four processes of four
-    (docs/validation/h200-2026-11-30i/); one stream per process is one explanation, the GIL
-    another.  Results handed between threads (a reference computed ahead) are safe: a hold
+    Off by default: no reliable gain in wall time, and each stream caches its own blocks, which
+    can run a GPU out of memory (docs/design/throughput.md, Check threads).  What it addresses:
+    one process's job threads otherwise share the default stream: a thread's kernels queue
+    behind every other thread's, and each hold's end (``torch.cuda.synchronize``) waits for all
+    of them.  Results handed between threads (a reference computed ahead) are safe: a hold
     ends with its stream finished, before its tensors leave the thread."""
     THREAD_STREAMS[0] = on
 
@@ -161,10 +156,9 @@ def thread_stream(gpu: int | None) -> Any:
 
 def preload() -> None:
     """The first operation under ``LockedOps``, before any thread's: with torch's wrapper of
-    dispatch modes it imported torch._dynamo, sympy and triton's compiler (some 800 modules,
-    3.5 s on the H200), which made each child's setup ~5 s longer with 16 children starting
-    at once (2026-11-30); ``LockedOps`` now opts out of that wrapper.  Initialises nothing on
-    the GPU."""
+    dispatch modes it would import torch._dynamo, sympy and triton's compiler (some 800
+    modules, seconds), so ``LockedOps`` opts out of that wrapper (docs/design/throughput.md,
+    Imports under dispatch modes).  Initialises nothing on the GPU."""
     with LockedOps("", "preload", "cuda"):
         torch.ones(1).add_(1)  # a CPU operation: no hold is taken
 
@@ -172,9 +166,9 @@ def preload() -> None:
 # Clear while a process loads what its threads' first torch operations would import
 # (``begin_loading``; ``runs.Scheduler.load``): until then those threads run none
 # (``wait_loaded``).  A first operation under a dispatch mode wrapped by torch (fake tensors,
-# and ``LockedOps`` before it opted out) imports torch._dynamo, which registers operators; on
-# the H200 (torch 2.11) that import, begun by 16 threads at once while others dispatched,
-# crashed the process (segfault, 2026-11-30).
+# and ``LockedOps`` without its opt-out) imports torch._dynamo, which registers operators; that
+# import, begun by many threads at once while others dispatch, can crash the process (a
+# segfault with torch 2.11: docs/design/throughput.md, Imports under dispatch modes).
 _loaded = threading.Event()
 _loaded.set()
 

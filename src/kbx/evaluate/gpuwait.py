@@ -1,9 +1,10 @@
 """How a kbx process waits for its GPU: asleep, except during a timing turn.
 
 By default CUDA spins a core in every process that waits for its GPU (a process has one context,
-fewer than the host's cores).  On the H200 a 1 s wait cost 1.01 s of CPU by default and 0.0014 s
+fewer than the host's cores): a wait costs its own length in CPU time by default and almost none
 with the primary context set to blocking synchronisation, whether set before or after torch
-created the context (``benchmarks/sync_cpu.py``, docs/validation/h200-2026-11-30e/).  A run has
+created the context (``benchmarks/sync_cpu.py``; docs/design/throughput.md, CPU cores and
+waiting).  A run has
 tens of processes per GPU (children, baseline workers, the parent's threads) waiting for GPU
 work they share under the lock while others compile on the same cores, so every one of them
 waits asleep (``asleep``).  An exclusive hold, a timing turn, spins again (``gpulock``): the

@@ -90,9 +90,9 @@ def track_streams() -> None:
 
 
 # Each autotuning config's benchmark (Triton's do_bench), unless the kernel names its own: 5 ms
-# of warm-up and 25 ms of timed calls instead of Triton's 25 ms and 100 ms.  Every config held
-# the GPU alone for 0.147 s on average in a cold one-GPU run on the H200, 94 s of exclusive hold
-# over the first 540 s (2026-11-30); exclusive, 25 ms of calls still give a stable median.
+# of warm-up and 25 ms of timed calls instead of Triton's 25 ms and 100 ms, since every config
+# holds the GPU alone (docs/design/throughput.md, GPU lock and timing turns); exclusive, 25 ms
+# of calls still give a stable median.
 AUTOTUNE_WARMUP_MS = 5
 AUTOTUNE_REP_MS = 25
 
@@ -104,9 +104,8 @@ def lock_autotuner(lock: str) -> None:
     one config at most.
 
     Exclusive, since the configs are timed: under a shared hold other GPU work ran beside them
-    and could sway the search.  On the H200 (2026-11-30) the cases furthest from the committed
-    reference run's times (1.4-2.7x slower in loaded runs, 0.47-0.69x in a light one) were all
-    of autotuned kernels (convolutions, matmuls); which configs won is not recorded."""
+    and could sway the search: the cases whose times vary most between loaded and light runs
+    are of autotuned kernels (docs/design/throughput.md, GPU lock and timing turns)."""
     import triton.testing
     from triton.runtime.autotuner import Autotuner
 

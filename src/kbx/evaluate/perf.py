@@ -92,10 +92,9 @@ def baseline_key(task: Task, index: int, kind: str) -> str:
 
 
 # A baseline worker computes on one core: torch.compile's workers (inductor's compile threads) and
-# the CPU math of its inputs (float64 draws, factorisations) alike.  With torch's default of a
-# thread per core in each of 32 workers on 32 cores, ten linear-algebra tasks (float64 inputs
-# built on the CPU) had no baselines after 571 s; with one thread each, 160 tasks' were done in
-# 177 s, all ten among them (H200 x2, 2026-11-30).
+# the CPU math of its inputs (float64 draws, factorisations) alike: with torch's default of a
+# thread per core in each of many workers, the cores are oversubscribed and the linear-algebra
+# tasks' baselines stall (docs/design/throughput.md, Baselines).
 ONE_THREAD = {"TORCHINDUCTOR_COMPILE_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
@@ -105,9 +104,9 @@ def in_worker(
     """Measure some (case, kind) pairs of one task in a trusted baseline process
     (``baseline.py``): a worker of ``compile_pool`` kept between tasks, or, if that worker fails
     to answer, a process of its own.  Eager too: timed in the parent's threads, its timed calls
-    shared one GIL with every job thread's and prefetch's Python (the dispatch mode runs Python
-    for each operation): exclusive eager holds lasted up to 45 s (13 s at most in a one-GPU run
-    before), and both GPUs' work waited behind them (H200 x2, cold run, 2026-11-30)."""
+    would share one GIL with every job thread's and prefetch's Python (the dispatch mode runs
+    Python for each operation), stretching its exclusive holds while every GPU's work waits
+    (docs/design/throughput.md, Baselines)."""
     env = dict(os.environ, PYTHONPATH=KBX_PATH, **ONE_THREAD)
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = visible_gpu(gpu)
@@ -174,10 +173,9 @@ def baseline_ms(
 
 
 # Baseline measurements started ahead of their candidates' results, each in a worker process of
-# its own: at 8, a cold H200 run's jobs waited a median 19 s a task for their baselines after
-# their candidates were done (each task's take 20-40 s); at 64, on two H200s and 32 cores, 64
-# workers compiled at once beside 32 children and everything slowed (2026-11-30).  Half the
-# cores: torch.compile is a CPU-bound process.
+# its own.  Half the cores: torch.compile is a CPU-bound process; with too few, jobs wait for
+# their baselines after their candidates are done, and with too many, the compiles slow
+# everything beside them (docs/design/throughput.md, Baselines).
 PREFETCH_WORKERS = max(4, len(os.sched_getaffinity(0)) // 2)
 _prefetcher = ThreadPoolExecutor(PREFETCH_WORKERS, thread_name_prefix="kbx-baselines")
 
@@ -190,10 +188,9 @@ def prefetch(
     gpu: int | None = None,
 ) -> Future[Any]:
     """Start a task's baselines (cache lookups, or measurements) in the background while its
-    candidate runs: torch.compile's seconds of CPU then overlap the candidate's compiling instead
-    of following it (on the H200 a cold run's jobs spent a median 23.9 s a task on baselines
-    after their candidates).  ``speedups`` later finds them in memory, or waits for them under
-    the task's lock; a failure here is left for that later call to raise."""
+    candidate runs: torch.compile's seconds of CPU then overlap the candidate's compiling instead of
+    following it (docs/design/throughput.md, Baselines).  ``speedups`` later finds them in memory,
+    or waits for them under the task's lock; a failure here is left for that later call to raise."""
     return _prefetcher.submit(fetch_quietly, task, kinds, lock_path, cache, gpu)
 
 
@@ -229,8 +226,8 @@ def peaks(cache_dir: Path | None, lock_path: str | None) -> Peaks:
 
 def roofline(task: Task, index: int, kernel_ms: float, limits: Peaks) -> dict[str, float]:
     """Achieved throughput of a case, and ``too_fast`` below the physical floor.  The floor comes
-    from a device copy, which some streaming kernels beat (H200, 2026-11-30: the copy ran at
-    ~4.07 TB/s, the gelu and cross_entropy solutions at ~4.18 TB/s), hence FLOOR_SLACK; a cheat
+    from a device copy, which some streaming kernels beat by a few percent
+    (docs/design/throughput.md, Baselines), hence FLOOR_SLACK; a cheat
     that skips its work lands many times below the floor anyway."""
     case = task.bench[index]
     flops, moved = task.flops(case), task.bytes_moved(case)

@@ -39,17 +39,15 @@ EXACT = Tolerance(rtol=0.0, atol=0.0)
 
 
 # Reference outputs computed while candidates run (``prefetch``), in this process: its threads
-# share one GIL, and at 16 (with 64 baseline threads) they starved the job threads' judging
-# (H200 x2, 2026-11-30: jobs waited up to 88 s for a reference)
+# share one GIL, and many of them starve the job threads' judging (docs/design/throughput.md,
+# Reference look-ahead)
 AHEAD_WORKERS = 4
 # Benchmark cases computed ahead, at most this many bytes (``Task.bytes_moved``) in flight on one
 # GPU, the workers of ``kbx.procs`` that share it together (each is told its part in
-# KBX_AHEAD_BYTES).  They were capped at 256 MB a case: 153 of the 184 tasks have a larger case,
-# whose timed outputs were checked after the timing, on the job's critical path.  With 16 GiB
-# (four workers on one H200, 2026-11-30, docs/validation/h200-2026-11-30j/) that check's share
-# of the job time fell from 458 s to 380 s, but the run's wall time did not move (145.7 s
-# against 146.5 s) and the GPU's memory peaked at 106 GiB of 140 (118 GiB with thread streams).
-# So 4 GiB: a case that does not fit when its task starts is computed when the judge needs it.
+# KBX_AHEAD_BYTES).  Most tasks have a benchmark case over 256 MB, so a per-case cap would leave
+# their checks on the job's critical path; a larger budget costs GPU memory without shortening
+# the run (docs/design/throughput.md, Reference look-ahead).  A case that does not fit when its
+# task starts is computed when the judge needs it.
 AHEAD_GPU_BYTES = 4 << 30
 _ahead: dict[tuple[str, str, str, int], Future[tuple[Inputs, Any]]] = {}
 _ahead_bytes: dict[tuple[str, str, str, int], int] = {}  # reserved by a prefetched bench case
@@ -62,12 +60,12 @@ def ahead_budget() -> int:
 
 
 def prefetch(task: Task, device: str, lock: str | None, gpu: int | None, timed: bool) -> None:
-    """Start computing what ``judge`` will need while the candidate runs: the correctness cases
-    and their refills (cached like any), and in a timed run each benchmark case for the contents
-    its last timed call gets (the case redrawn: see ``benchtime.time_case``), as far as
-    ``ahead_budget`` allows.  On the H200 the judge took a median 1.4 s a task after its child
-    had finished, up to 25 s for linear-algebra tasks whose inputs are drawn in float64 on the
-    CPU (2026-11-30).  ``expected`` takes a prefetched result when there is one; ``forget``
+    """Start computing what ``judge`` will need while the candidate runs: the correctness cases and
+    their refills (cached like any), and in a timed run each benchmark case for the contents its
+    last timed call gets (the case redrawn: see ``benchtime.time_case``), as far as ``ahead_budget``
+    allows: otherwise the judge's reference work (tens of seconds for linear-algebra tasks, whose
+    inputs are drawn in float64 on the CPU) follows the child's (docs/design/throughput.md,
+    Reference look-ahead).  ``expected`` takes a prefetched result when there is one; ``forget``
     drops what a task's judge did not use."""
     wanted = [(k, i, 0) for k in ("cases", "refill") for i in range(len(task.cases))]
     if timed:
@@ -154,12 +152,10 @@ def output_structure(task: Task, inputs: Inputs) -> Any | None:
     not made of tensors and None.
 
     For a task judged by a property checker, the reference's output at benchmark sizes only
-    gives the structure that the candidate's must have.  Running it took the longest of the
-    parent's GPU holds on the H200: linear-algebra references of 0.4-3 s each, which every
-    timing that came meanwhile waited for with the GPU's newcomers held back behind it (29 s
-    of the 49 s of drains in a warm run, by the shared hold that ended last, were behind
-    checks of linear-algebra tasks with a property checker, 2026-11-30,
-    docs/validation/h200-2026-11-30j/ call 2, ``scripts/lock_report.py``).
+    gives the structure that the candidate's must have.  Running it would be the longest of the
+    parent's GPU holds (linear-algebra references of seconds each), which every timing that
+    comes meanwhile waits for, with the GPU's newcomers held back behind it
+    (docs/design/throughput.md, GPU lock and timing turns).
     ``tests/evaluate/test_reference.py`` checks the structure against the reference's own on
     every checked task's correctness cases."""
     from torch._subclasses.fake_tensor import FakeTensorMode
@@ -257,8 +253,8 @@ def stale_hint(
     """For a final timed call's output that failed its check: whether it is right for the
     other contents its buffers held in the timed calls (a result kept from an earlier call, or
     kbx's own bookkeeping of which contents that call saw gone wrong), said in the verdict's
-    detail; the verdict stays.  One false mismatch of a reference solution's final call (its
-    output off by a relative 2.24, H200, 2026-11-30) could not be told apart afterwards."""
+    detail; the verdict stays, but a stale result can be told apart from a wrong one
+    (docs/design/throughput.md, Correctness findings)."""
     other = "timed" if kind == "timed_refill" else "timed_refill"
     try:
         judge_case(task, other, index, runs, device, lock)
@@ -276,10 +272,10 @@ def judge_case(
     inputs, want = expected(task, kind, index, device, lock)
     if kind in ("cases", "refill") and task.check is not None:
         # Correctness cases are small: their property checks run on CPU copies of the inputs
-        # (the outputs and the reference's are on the CPU already), with no GPU hold.  On the
-        # GPU, op by op under the lock, airy_ai's checks of its correctness cases (some 450
-        # float64 operations each) took 24-65 s of its job on the H200, most of it making way
-        # for timings (docs/validation/h200-2026-11-30k/); the CPU runs every check this way.
+        # (the outputs and the reference's are on the CPU already), with no GPU hold: on the
+        # GPU, op by op under the lock, hundreds of float64 operations spend most of their time
+        # making way for timings (docs/design/throughput.md, GPU lock and timing turns).  The
+        # CPU runs every check this way.
         with gpu_ops_locked(lock, "check inputs"):
             inputs = on_cpu(inputs)
         verdict_on(task, inputs, want, runs)

@@ -248,8 +248,8 @@ def copy_out(x: Any, what: str) -> Any:
     if t.nbytes <= COPY_CHUNK_BYTES or not t.is_contiguous():
         with shared(GPU_LOCK, what):
             return t.cpu()
-    # its pages faulted in here, unlocked: first touches cost more than the copy itself (64 MB
-    # chunks held the lock 58 ms on average on the H200, 2026-11-30)
+    # its pages faulted in here, unlocked: first touches cost more than the copy itself
+    # (docs/design/throughput.md, GPU lock and timing turns)
     host = torch.empty(t.shape, dtype=t.dtype).zero_()
     src, dst = t.view(-1), host.view(-1)
     step = max(1, COPY_CHUNK_BYTES // t.element_size())

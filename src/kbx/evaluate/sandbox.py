@@ -52,13 +52,12 @@ ENV_KEEP = (
     "TRITON_LIBCUDA_PATH",
 )
 MAX_FILE_BYTES = 16 << 30
-# Hardware work queues of a child's CUDA context (CUDA_DEVICE_MAX_CONNECTIONS; the driver's
-# default is 8).  A host makes and tears down contexts one at a time for all its GPUs: on two
-# H200s about 4.2 a second with 8 queues, for one GPU as for both, and 9.6 with one
-# (scripts/context_rate.py, docs/validation/h200-2026-12-01/), which bounded a two-GPU run's
-# 184 children.  With one queue the streams of a child still run side by side, in the order
-# their work was sent (docs/design/timing.md).  ``KBX_CONNECTIONS`` overrides it; 0 leaves the
-# driver's default.
+# Hardware work queues of a child's CUDA context (CUDA_DEVICE_MAX_CONNECTIONS; the driver's default
+# is 8).  A host makes and tears down contexts one at a time for all its GPUs, about twice as fast
+# with one queue as with 8, and that rate bounds a run's children (``scripts/context_rate.py``;
+# docs/design/throughput.md, Fork server and spares).  With one queue the streams of a child still
+# run side by side, in the order their work was sent (docs/design/timing.md).  ``KBX_CONNECTIONS``
+# overrides it; 0 leaves the driver's default.
 CONNECTIONS = 1
 
 
@@ -112,8 +111,8 @@ def run_child(task: Task, code: str, cfg: SandboxConfig) -> ChildRun:
     fault, e.g. CUDA unusable after the fork on some machine), the fork server is given up for
     this device and the candidate runs again in a fresh interpreter.  A set-up that ran out of
     GPU memory (the device was full for a moment) is no fault of the fork server: the
-    candidate runs again from it.  On the H200 one such child turned the server off for the
-    rest of a run, and 167 of its children then started a fresh interpreter each (2026-12-01)."""
+    candidate runs again from it: otherwise one such child would turn the server off for the
+    rest of a run, and every later child would start a fresh interpreter."""
     for attempt in (1, 2):
         workdir = Path(tempfile.mkdtemp(prefix="kbx-", dir=scratch_root()))
         child = Child(task, code, cfg, workdir)
@@ -213,9 +212,9 @@ def launch_server(
 ) -> tuple[Launched, subprocess.Popen[bytes]] | None:
     """Start, without waiting for it, the fork server of a worker process (``kbx.procs``) with
     ``spares`` idle spares and one for each of its ``slots``; the worker adopts it
-    (``start_server``) and the caller reaps the process.  A worker's own imports took seconds
-    before it could start its server, and the spares' contexts came after both; None where
-    there is nothing to fork for."""
+    (``start_server``) and the caller reaps the process.  Started here, the server and its
+    spares' contexts do not wait for the worker's own imports (seconds); None where there is
+    nothing to fork for."""
     if not forks(cfg):
         return None
     env = server_env(cfg)

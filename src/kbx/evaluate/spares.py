@@ -1,22 +1,21 @@
 """Spare children of the fork server: forked ahead of need for one GPU, each makes its CUDA
 context and then waits for a job, so that a candidate's child starts with its context made.
 
-Making a context took a median 3.9 s in each child of a warm run with 16 children per GPU, 32% of
-that run's job time, against 0.38 s on an idle GPU (docs/validation/h200-2026-11-30g/).  A spare
-makes it while earlier candidates run, off the jobs' path.  The server keeps ``count`` idle spares
+Making a context takes seconds on a busy GPU, a third of a warm run's job time, against a fraction
+of a second on an idle one (docs/design/throughput.md, Fork server and spares).  A spare makes it
+while earlier candidates run, off the jobs' path.  The server keeps ``count`` idle spares
 per set of visible devices (``CUDA_VISIBLE_DEVICES``, which must be fixed before the context is
 made); the rest of a child's setup (folder, environment, streams) comes with its job, as for a
 child forked on demand.
 
 Each spare holds its end of a socket pair; the server sends it the job's request and file
 descriptors there, once.  A spare says ``READY`` there once its context is made, and a job goes to
-the oldest spare that has said so, else to the oldest (the nearest to ready).  Taken blindly, the
-oldest was often one forked a moment before: in warm runs of 2026-11-30 17-23 of 184 children
-waited about 3.7 s on one H200 before their job began, and 90-115 of 184 waited 1-8 s on two
-(docs/validation/h200-2026-11-30k/, the setup stage less the child's own parts).  A spare that
-died before it got a job (its context failed) is dropped when the server reaps it, or when its
-socket is found closed; its exit is reported to no one.  Every child forked afterwards closes the
-idle spares' sockets, so that no candidate can send a job to a spare.
+the oldest spare that has said so, else to the oldest (the nearest to ready): taken blindly, the
+oldest is often one forked a moment before, and its job waits seconds for its context
+(docs/design/throughput.md, Fork server and spares).  A spare that died before it got a job (its
+context failed) is dropped when the server reaps it, or when its socket is found closed; its exit is
+reported to no one.  Every child forked afterwards closes the idle spares' sockets, so that no
+candidate can send a job to a spare.
 """
 
 from __future__ import annotations

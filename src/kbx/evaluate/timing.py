@@ -77,15 +77,14 @@ def measure(
     return Timing(statistics.median(times), lo, hi, min(times), len(times))
 
 
-# Warm-up wall time after every set's first call.  It was 25 ms: two fifths of a typical case's
-# exclusive turn on the H200 (60 ms for cases of 10 repetitions, 2026-11-30), though a candidate
-# has made its correctness and benchmark calls before its timing, and a baseline warms up under
-# the shared lock.
+# Warm-up wall time after every set's first call: short, since it is spent in an exclusive turn,
+# while a candidate has made its correctness and benchmark calls before its timing, and a
+# baseline warms up under the shared lock (docs/design/throughput.md, GPU lock and timing turns).
 WARM_MS = 10.0
 SLOW_CALL_MS = 20.0  # a call this long evicts the L2 by itself and is timed over 2 input sets
 SLOW_MIN_REPS = 5  # ... with this many repetitions at least (10 otherwise)
 VERY_SLOW_CALL_MS = 250.0  # a call this long gets VERY_SLOW_MIN_REPS: batched torch.linalg
-VERY_SLOW_MIN_REPS = 3  # eager baselines (seconds a call) held the GPU for up to 25 s with 5
+VERY_SLOW_MIN_REPS = 3  # eager baselines (seconds a call), which hold the GPU that long each
 
 
 @dataclass(frozen=True)
