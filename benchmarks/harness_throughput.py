@@ -43,11 +43,11 @@ from kbx.evaluate import perf
 from kbx.evaluate.perf import BaselineCache
 from kbx.evaluate.pipeline import EvalConfig
 from kbx.hardware import fingerprint
-from kbx.runs import default_procs, run_eval
+from kbx.run.scheduler import default_procs, run_eval
 
 ROOT = Path(__file__).resolve().parent.parent
 CORES = sorted(os.sched_getaffinity(0))  # the CPUs this run may use (taskset), before kbx keeps
-# one per GPU for its timing turns (kbx.evaluate.cores)
+# one per GPU for its timing turns (kbx.runtime.cores)
 
 
 def gpu_list(args: argparse.Namespace) -> list[int]:
@@ -275,7 +275,7 @@ def main() -> int:
         "--procs",
         type=int,
         default=None,
-        help="worker processes driving the jobs (kbx.procs; default: one per GPU, "
+        help="worker processes driving the jobs (kbx.run.workers; default: one per GPU, "
         "runs.default_procs)",
     )
     p.add_argument(

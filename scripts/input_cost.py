@@ -13,8 +13,8 @@ import time
 
 import torch
 
-from kbx.evaluate.gpuops import gpu_ops_locked
 from kbx.evaluate.runner import Plan
+from kbx.runtime.gpuops import gpu_ops_locked
 from kbx.suite import select
 
 

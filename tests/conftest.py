@@ -12,7 +12,7 @@ import pytest
 
 from kbx.evaluate.pipeline import EvalConfig
 from kbx.evaluate.sandbox import Limits
-from kbx.runs import run_eval
+from kbx.run.scheduler import run_eval
 
 ROOT = Path(__file__).resolve().parent.parent
 BAD = ROOT / "tests" / "bad"

@@ -7,12 +7,12 @@ import json
 import queue
 from pathlib import Path
 
-from kbx import procs
 from kbx.candidate import Candidate
 from kbx.evaluate.pipeline import EvalConfig
 from kbx.evaluate.sandbox import Limits
 from kbx.result import Result
-from kbx.runs import run_eval
+from kbx.run import workers as procs
+from kbx.run.scheduler import run_eval
 from kbx.verdict import Verdict
 from tests.conftest import REFERENCE
 

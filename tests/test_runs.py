@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from kbx import runs
 from kbx.candidate import Candidate
 from kbx.evaluate.pipeline import EvalConfig
 from kbx.evaluate.sandbox import SandboxConfig, child_env
+from kbx.run import scheduler as runs
 
 
 @pytest.fixture(autouse=True)
@@ -69,7 +69,8 @@ def test_a_run_on_several_gpus_has_a_worker_process_per_gpu_by_default():
 
 
 def test_loading_makes_each_gpus_context_and_lets_the_threads_go_even_if_it_fails(monkeypatch):
-    from kbx.evaluate import gpuops, reference
+    from kbx.evaluate import reference
+    from kbx.runtime import gpuops
 
     made: list[int | None] = []
     monkeypatch.setattr(gpuops, "make_context", made.append)

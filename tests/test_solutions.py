@@ -18,7 +18,7 @@ ENV = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
 def audit(folder: Path, specs: Path) -> list[dict]:
     env = dict(ENV, TRITON_INTERPRET="1")
     out = subprocess.run(
-        [sys.executable, "-m", "kbx.evaluate.audit", str(folder), str(specs)],
+        [sys.executable, "-m", "kbx.audit.solutions", str(folder), str(specs)],
         env=env,
         capture_output=True,
         text=True,
@@ -30,7 +30,7 @@ def audit(folder: Path, specs: Path) -> list[dict]:
 
 def compile_for_hopper(specs: Path) -> list[dict]:
     out = subprocess.run(
-        [sys.executable, "-m", "kbx.evaluate.hopper", str(specs)],
+        [sys.executable, "-m", "kbx.audit.hopper", str(specs)],
         env=ENV,
         capture_output=True,
         text=True,

@@ -23,8 +23,8 @@ DEVICE_DRAW_NUMEL = 1 << 22
 def spectral_norm(x: torch.Tensor) -> torch.Tensor:
     """The largest singular value of each matrix of ``x`` (shape ``x.shape[:-2]``), for inputs
     scaled to known singular-value bounds.  On CUDA through cuSOLVER's gesvda: torch's default
-    there calls gesvdj once per matrix above 32x32, 5.7-5.9 s for 16384 matrices of 64x64 on the
-    H200 where gesvda took 0.01 s, with the same value to 1.5e-15 relative (2026-11-30)."""
+    there calls gesvdj once per matrix above 32x32, hundreds of times slower for many small
+    matrices, with the same value (docs/design/throughput.md, Inputs)."""
     if x.is_cuda:
         return torch.linalg.svdvals(x, driver="gesvda")[..., 0]
     return torch.linalg.matrix_norm(x, ord=2)
@@ -41,11 +41,11 @@ class Draw:
 
     @classmethod
     def sized(cls, case: Case, device: str) -> Draw:
-        """For a task that derives its inputs with float64 work of its own (linear algebra,
-        tie avoidance): a Draw on the CPU for correctness sizes (the same numbers on every
-        backend), on the CUDA device for larger cases (over ``DEVICE_DRAW_NUMEL`` elements in the
-        case's shape), where that work on the child's one CPU thread took up to 40 s while the
-        GPU lock was held.  Its ``device`` is where the task's own tensors (``eye``...) belong."""
+        """For a task that derives its inputs with float64 work of its own (linear algebra, tie
+        avoidance): a Draw on the CPU for correctness sizes (the same numbers on every backend), on
+        the CUDA device for larger cases (over ``DEVICE_DRAW_NUMEL`` elements in the case's shape),
+        where that work on the child's one CPU thread would take tens of seconds while the GPU lock
+        is held.  Its ``device`` is where the task's own tensors (``eye``...) belong."""
         big = device.startswith("cuda") and numel(case.shape) > DEVICE_DRAW_NUMEL
         return cls(case, device if big else "cpu")
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import torch
 
 from kbx.evaluate.baseline import compiled
-from kbx.evaluate.gpulock import shared
+from kbx.runtime.gpulock import shared
 
 
 def reference(x: torch.Tensor) -> torch.Tensor:

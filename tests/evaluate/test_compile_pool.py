@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from kbx.evaluate import compile_pool
-from kbx.evaluate.compile_pool import Pool, WorkerFailed
 from kbx.evaluate.sandbox import KBX_PATH
+from kbx.runtime import compile_pool
+from kbx.runtime.compile_pool import Pool, WorkerFailed
 
 # A stand-in server: replies with its pid; "hang" never replies, "die" exits.
 FAKE = (

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from kbx.evaluate import cores, gpulock
+from kbx.runtime import cores, gpulock
 
 
 @pytest.fixture
@@ -69,8 +69,9 @@ def test_the_exclusive_holder_times_on_its_gpus_core_and_then_moves_back(tmp_pat
 
 
 def test_the_child_and_the_baseline_worker_are_told_their_gpus_core(monkeypatch):
-    from kbx.evaluate import compile_pool, perf
+    from kbx.evaluate import perf
     from kbx.evaluate.pipeline import EvalConfig
+    from kbx.runtime import compile_pool
     from kbx.suite import find
 
     monkeypatch.setattr(cores, "_by_gpu", {1: 14})

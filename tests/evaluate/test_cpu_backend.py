@@ -12,7 +12,7 @@ import json
 import torch
 import triton
 import triton.language as tl
-from kbx.evaluate import cpu_backend
+from kbx.interp import cpu_backend
 
 cpu_backend.apply()
 

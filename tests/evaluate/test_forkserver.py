@@ -6,8 +6,8 @@ import os
 import signal
 from pathlib import Path
 
-from kbx.evaluate import forkserver
 from kbx.evaluate.sandbox import SandboxConfig, child_env, server_env
+from kbx.runtime import forkserver
 
 SPY = """
 import json, os, sys, tempfile

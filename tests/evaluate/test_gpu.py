@@ -61,7 +61,8 @@ def test_work_on_a_side_stream_is_timed_at_its_true_cost(run_source, tmp_path):
 def test_large_outputs_are_copied_out_in_chunks_each_its_own_hold(tmp_path):
     import json
 
-    from kbx.evaluate import gpulock, runner
+    from kbx.evaluate import runner
+    from kbx.runtime import gpulock
 
     lock = str(tmp_path / "gpu0.lock")
     big = torch.randn(3 * runner.COPY_CHUNK_BYTES // 4 + 5, device="cuda")  # 3 chunks and a bit
@@ -84,7 +85,8 @@ def test_autotuning_benchmarks_each_config_in_a_hold_of_its_own(tmp_path):
     import triton
     import triton.language as tl
 
-    from kbx.evaluate import gpulock, launches
+    from kbx.evaluate import launches
+    from kbx.runtime import gpulock
 
     configs = [triton.Config({"BLOCK": b}) for b in (128, 256, 512)]
 
@@ -118,8 +120,8 @@ def test_autotuning_benchmarks_each_config_in_a_hold_of_its_own(tmp_path):
 def test_inputs_built_op_by_op_under_the_lock_are_the_same_inputs(tmp_path):
     import json
 
-    from kbx.evaluate import gpulock
-    from kbx.evaluate.gpuops import gpu_ops_locked
+    from kbx.runtime import gpulock
+    from kbx.runtime.gpuops import gpu_ops_locked
     from kbx.suite import find
 
     lock = str(tmp_path / "gpu0.lock")
@@ -147,7 +149,7 @@ def test_waits_sleep_outside_the_timing_turn_and_spin_inside_it(tmp_path):
 
     code = f"""
 import json, time, torch
-from kbx.evaluate import gpulock, gpuwait
+from kbx.runtime import gpulock, gpuwait
 torch.cuda.synchronize()
 assert gpuwait.asleep()
 def wait():

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from kbx.evaluate.gpulock import exclusive, holding, shared
+from kbx.runtime.gpulock import exclusive, holding, shared
 from tests.conftest import keyed
 
 
@@ -104,7 +104,7 @@ def test_long_holds_are_logged_with_what_they_were_for(tmp_path):
     GPU run can show what the others queued behind."""
     import json
 
-    from kbx.evaluate import gpulock
+    from kbx.runtime import gpulock
 
     lock = str(tmp_path / "gpu0.lock")
     with exclusive(lock, "timing"):
@@ -209,7 +209,7 @@ def test_a_long_shared_hold_makes_way_for_a_waiting_timing(tmp_path, monkeypatch
     """A shared holder that calls make_way at its safe points lets a timing in within one step
     of work (after finishing its GPU work), then queues again behind it; without a timing, or
     while the hold is young, it keeps the hold."""
-    from kbx.evaluate import gpulock
+    from kbx.runtime import gpulock
 
     monkeypatch.setattr(gpulock, "LOG_MIN_S", 0.0)
     lock = str(tmp_path / "gpu0.lock")
@@ -252,7 +252,7 @@ def test_a_long_shared_hold_makes_way_for_a_waiting_timing(tmp_path, monkeypatch
 
 
 def test_make_way_does_nothing_inside_an_exclusive_or_a_nested_hold(tmp_path):
-    from kbx.evaluate import gpulock
+    from kbx.runtime import gpulock
 
     lock = str(tmp_path / "gpu0.lock")
     with exclusive(lock, "timing"):
@@ -269,7 +269,8 @@ def test_autotuning_times_each_config_in_an_exclusive_hold(tmp_path, monkeypatch
     import torch
     from triton.runtime.autotuner import Autotuner
 
-    from kbx.evaluate import gpulock, launches
+    from kbx.evaluate import launches
+    from kbx.runtime import gpulock
 
     seen = []
     monkeypatch.setattr(

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from kbx.evaluate import gpulock, gpuops
-from kbx.evaluate.gpuops import gpu_ops_locked
+from kbx.runtime import gpulock, gpuops
+from kbx.runtime.gpuops import gpu_ops_locked
 
 
 def holds(lock: Path) -> list[dict]:
@@ -51,7 +51,7 @@ def test_heavy_cpu_work_runs_between_holds_and_light_work_inside_one(tmp_path, m
 
 
 def test_a_hold_is_let_go_at_cpu_work_once_it_is_old(tmp_path, monkeypatch):
-    from kbx.evaluate import gpuops
+    from kbx.runtime import gpuops
 
     monkeypatch.setattr(gpuops, "HOLD_S", 0.0)  # every hold is old at once
     lock = tmp_path / "gpu0.lock"
@@ -171,7 +171,7 @@ def test_a_run_of_gpu_operations_makes_way_for_a_waiting_timing(tmp_path, monkey
     import threading
     import time
 
-    from kbx.evaluate import gpuops
+    from kbx.runtime import gpuops
 
     monkeypatch.setattr(gpulock, "LOG_MIN_S", 0.0)
     monkeypatch.setattr(gpuops, "HOLD_S", 10.0)  # only make_way lets the hold go

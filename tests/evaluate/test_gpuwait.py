@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kbx.evaluate import gpulock, gpuwait
+from kbx.runtime import gpulock, gpuwait
 
 
 class FakeDriver:

@@ -94,7 +94,7 @@ def test_a_failed_prefetch_is_computed_again_on_demand(monkeypatch):
 
 def test_references_and_the_judge_wait_while_the_process_loads(monkeypatch):
     """Their first torch operations would import what the process is loading (``gpuops``)."""
-    from kbx.evaluate import gpuops
+    from kbx.runtime import gpuops
 
     monkeypatch.setattr(reference, "_cache", {})
     task = find("Math/add")

@@ -3,8 +3,8 @@
 import threading
 import time
 
-from kbx.evaluate.gpulock import exclusive
 from kbx.evaluate.sandbox import Limits, SandboxConfig, child_env, run_child
+from kbx.runtime.gpulock import exclusive
 from kbx.suite import find
 from tests.conftest import REFERENCE
 
@@ -69,8 +69,8 @@ def test_a_finished_child_reports_its_cpu_time_and_where_its_setup_went(tmp_path
 def test_the_wait_for_the_fork_server_to_hand_over_a_child_is_its_own_stage(monkeypatch):
     """Before the child's setup: a fork server still importing, or answering other requests,
     holds up the job there (the first jobs of a run on two H200s, 2026-12-01)."""
-    from kbx.evaluate import forkserver
     from kbx.evaluate.sandbox import server_env
+    from kbx.runtime import forkserver
 
     cfg = SandboxConfig(device="cpu", perf=False)
     real = forkserver.server_for("cpu", server_env(cfg))

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from kbx.evaluate import forkserver
 from kbx.evaluate.sandbox import SandboxConfig, server_env
-from kbx.evaluate.spares import READY, Spares
+from kbx.runtime import forkserver
+from kbx.runtime.spares import READY, Spares
 
 from .test_forkserver import start
 

@@ -473,7 +473,7 @@ def test_a_warm_up_under_a_shared_hold_makes_way_between_its_calls(tmp_path, mon
     next call, after the GPU work so far is finished (the ``sync``)."""
     import threading
 
-    from kbx.evaluate import gpulock
+    from kbx.runtime import gpulock
 
     monkeypatch.setattr(gpulock, "YIELD_AFTER_S", 0.0)
     monkeypatch.setattr(gpulock, "CHECK_EVERY_S", 0.0)

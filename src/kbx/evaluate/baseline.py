@@ -19,12 +19,12 @@ from typing import Any
 
 import torch
 
-from kbx.evaluate import cores, gpuwait
 from kbx.evaluate.benchtime import time_case
-from kbx.evaluate.gpulock import exclusive, holding, locked, shared
-from kbx.evaluate.gpuops import gpu_ops_locked
 from kbx.evaluate.runner import fresh_arguments, full_fp32
 from kbx.evaluate.sandbox import process_cpu_s
+from kbx.runtime import cores, gpuwait
+from kbx.runtime.gpulock import exclusive, holding, locked, shared
+from kbx.runtime.gpuops import gpu_ops_locked
 from kbx.suite import find
 from kbx.task import Inputs, Task
 
@@ -131,7 +131,7 @@ def main(task_id: str, kinds: str, cases: str, lock: str, core: str = "") -> int
 def serve() -> int:
     """One request per stdin line, one marked reply line each (``compile_pool``), until stdin
     closes: torch, kbx and inductor start once for many tasks."""
-    from kbx.evaluate.compile_pool import MARK
+    from kbx.runtime.compile_pool import MARK
 
     full_fp32()
     gpuwait.asleep()  # waits sleep, except in the timing turns (``gpuwait``)

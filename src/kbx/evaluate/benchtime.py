@@ -14,7 +14,6 @@ from typing import Any
 import torch
 
 from kbx.evaluate import timing as clock
-from kbx.evaluate.gpulock import exclusive
 from kbx.evaluate.runner import (
     CANDIDATE_PATH,
     CandidateFailure,
@@ -28,6 +27,7 @@ from kbx.evaluate.runner import (
     refill_case,
     restore,
 )
+from kbx.runtime.gpulock import exclusive
 from kbx.task import Case, Inputs, Task
 
 

@@ -53,7 +53,7 @@ def make_context(device: str) -> None:
     nothing on the GPU); from then on the process waits for the GPU asleep, except in a timing
     turn (``gpuwait``)."""
     if device == "cuda":
-        from kbx.evaluate import gpuops, gpuwait
+        from kbx.runtime import gpuops, gpuwait
 
         gpuops.make_context(None)
         gpuwait.asleep()
@@ -72,7 +72,8 @@ def main(job_path: str, msg_fd: int | None = None) -> int:
     channel, unsigned = Channel(fd, job.pop("key", None)), Channel(fd)
     if job["device"] == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"  # must precede the first import of triton
-    from kbx.evaluate import cores, gpulock, runner
+    from kbx.evaluate import runner
+    from kbx.runtime import cores, gpulock
     from kbx.suite import find
 
     runner.full_fp32()
@@ -96,7 +97,8 @@ def main(job_path: str, msg_fd: int | None = None) -> int:
 def set_up(task: Any, job: dict[str, Any], began: float) -> tuple[dict[str, float], Any, Any]:
     """kbx's own set-up before the candidate is imported: the CUDA context, the profilers'
     first sessions, every input, the launch hooks; the seconds each part took."""
-    from kbx.evaluate import benchtime, gpulock, gpuops, launches, runner
+    from kbx.evaluate import benchtime, launches, runner
+    from kbx.runtime import gpulock, gpuops
 
     clock = {"last": began}
 

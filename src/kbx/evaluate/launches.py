@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from kbx.evaluate.gpulock import exclusive, holding, locked
+from kbx.runtime.gpulock import exclusive, holding, locked
 
 
 class LaunchCounter:
@@ -36,7 +36,7 @@ def install_launch_counter(interpreted: bool, lock: str | None = None) -> Launch
     if interpreted:
         from triton.runtime.interpreter import InterpretedFunction
 
-        from kbx.evaluate import cpu_backend
+        from kbx.interp import cpu_backend
 
         cpu_backend.apply()
         classes.append(InterpretedFunction)

@@ -23,13 +23,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from kbx.evaluate import compile_pool, cores
 from kbx.evaluate.benchtime import suspect
-from kbx.evaluate.gpulock import exclusive
-from kbx.evaluate.gpuops import on_device
 from kbx.evaluate.sandbox import KBX_PATH, visible_gpu
 from kbx.hardware import Peaks, fingerprint, load_peaks
 from kbx.result import CaseTiming, geometric_mean
+from kbx.runtime import compile_pool, cores
+from kbx.runtime.gpulock import exclusive
+from kbx.runtime.gpuops import on_device
 from kbx.task import Task
 from kbx.verdict import Reject, Verdict
 

@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from kbx.candidate import Candidate
-from kbx.evaluate import confine, cores, perf, reference
-from kbx.evaluate.gpulock import waited_s
-from kbx.evaluate.gpuops import on_device
+from kbx.evaluate import confine, perf, reference
 from kbx.evaluate.sandbox import ChildRun, Limits, SandboxConfig, run_child
 from kbx.hardware import fingerprint
 from kbx.result import Result
+from kbx.runtime import cores
+from kbx.runtime.gpulock import waited_s
+from kbx.runtime.gpuops import on_device
 from kbx.suite import find
 from kbx.task import Task
 from kbx.verdict import Reject, Verdict

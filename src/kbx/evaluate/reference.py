@@ -16,8 +16,6 @@ import torch
 from torch.utils._pytree import tree_leaves, tree_map
 
 from kbx.evaluate.compare import compare
-from kbx.evaluate.gpulock import waited_s
-from kbx.evaluate.gpuops import gpu_ops_locked, on_device, wait_loaded
 from kbx.evaluate.runner import (
     detached,
     fresh_arguments,
@@ -25,6 +23,8 @@ from kbx.evaluate.runner import (
     refill_case,
     to_cpu,
 )
+from kbx.runtime.gpulock import waited_s
+from kbx.runtime.gpuops import gpu_ops_locked, on_device, wait_loaded
 from kbx.task import Case, Inputs, Task, Tolerance
 from kbx.verdict import Reject, Verdict
 
@@ -43,7 +43,7 @@ EXACT = Tolerance(rtol=0.0, atol=0.0)
 # Reference look-ahead)
 AHEAD_WORKERS = 4
 # Benchmark cases computed ahead, at most this many bytes (``Task.bytes_moved``) in flight on one
-# GPU, the workers of ``kbx.procs`` that share it together (each is told its part in
+# GPU, the workers of ``kbx.run.workers`` that share it together (each is told its part in
 # KBX_AHEAD_BYTES).  Most tasks have a benchmark case over 256 MB, so a per-case cap would leave
 # their checks on the job's critical path; a larger budget costs GPU memory without shortening
 # the run (docs/design/throughput.md, Reference look-ahead).  A case that does not fit when its

@@ -17,8 +17,8 @@ from typing import Any, Protocol
 
 import torch
 
-from kbx.evaluate.gpulock import shared
 from kbx.evaluate.launches import LaunchCounter
+from kbx.runtime.gpulock import shared
 from kbx.task import Case, Inputs, Task
 from kbx.verdict import Verdict
 

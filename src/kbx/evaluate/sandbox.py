@@ -32,9 +32,10 @@ import torch
 
 import kbx
 from kbx import trace
-from kbx.evaluate import channel, confine, expect, forkserver, outputs
+from kbx.evaluate import channel, confine, expect, outputs
 from kbx.evaluate.expect import Key
 from kbx.evaluate.follow import CutOff, Follower, next_message, tree_cpu_s
+from kbx.runtime import forkserver
 from kbx.task import Task
 from kbx.verdict import Reject, Verdict
 
@@ -210,7 +211,7 @@ Launched = tuple[socket.socket, int, dict[str, str]]
 def launch_server(
     cfg: SandboxConfig, slots: Sequence[int | None], spares: int
 ) -> tuple[Launched, subprocess.Popen[bytes]] | None:
-    """Start, without waiting for it, the fork server of a worker process (``kbx.procs``) with
+    """Start, without waiting for it, the fork server of a worker process (``kbx.run.workers``) with
     ``spares`` idle spares and one for each of its ``slots``; the worker adopts it
     (``start_server``) and the caller reaps the process.  Started here, the server and its
     spares' contexts do not wait for the worker's own imports (seconds); None where there is

@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from kbx.evaluate import gpulock
+from kbx.runtime import gpulock
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # several times the L2 of any current GPU (H200: 50 MiB)
 CASE_BUDGET_MS = 500.0  # wall time after which a case's repetitions stop, converged or not

@@ -1,11 +1,11 @@
 """Audit a folder of solutions: each must launch Triton and call no torch compute in its wrapper.
 
-Run as ``TRITON_INTERPRET=1 python -m kbx.evaluate.audit solutions/reference [SPECS.jsonl]``
+Run as ``TRITON_INTERPRET=1 python -m kbx.audit.solutions solutions/reference [SPECS.jsonl]``
 (the CPU interpreter; every correctness case of each solution: a kernel specialised for a later
 case's dtype or mode can fail to compile where the first case's compiles;
 docs/design/throughput.md, Correctness findings).  Prints one JSON object per solution:
 ``{"task_id", "launches", "forbidden": {name: count}, "error"}``; with SPECS.jsonl, also
-writes every distinct kernel launch for ``kbx.evaluate.hopper`` to compile for sm_90.  Not a
+writes every distinct kernel launch for ``kbx.audit.hopper`` to compile for sm_90.  Not a
 sandbox: only for trusted solution sets such as kbx's own references.
 """
 
@@ -16,10 +16,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kbx.audit.hopper import spec_of
+from kbx.audit.torchops import TorchCalls
 from kbx.candidate import read_source
 from kbx.evaluate import launches, runner
-from kbx.evaluate.hopper import spec_of
-from kbx.evaluate.torchops import TorchCalls
 from kbx.suite import find
 
 

@@ -3,7 +3,7 @@
 The CPU interpreter runs kernels that the GPU compiler would reject (a non-constexpr global, an
 unsupported type combination, a misuse of ``tl.dot``...).  The audit records every distinct
 launch it sees in the interpreter (kernel, argument types, constexpr values, ``num_warps``...);
-``python -m kbx.evaluate.hopper SPECS.jsonl`` then compiles each one with ``triton.compile`` for
+``python -m kbx.audit.hopper SPECS.jsonl`` then compiles each one with ``triton.compile`` for
 ``GPUTarget("cuda", 90, 32)`` in a process without ``TRITON_INTERPRET`` and prints one JSON line
 per launch: ``{"task_id", "kernel", "ok", "error"}``.
 """

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from kbx.evaluate import cores, gpuwait
+from kbx.runtime import cores, gpuwait
 
 _held = threading.local()  # this thread's mode ("ex" or "sh") and depth
 # Called with True before a wait that would block and False after it (the child tells its

@@ -19,11 +19,13 @@ from typing import Any
 
 import torch
 
-from kbx import procs, trace
+from kbx import trace
 from kbx.candidate import Candidate, read_source
-from kbx.evaluate import cores, gpuops, gpuwait, perf, reference, sandbox
+from kbx.evaluate import perf, reference, sandbox
 from kbx.evaluate.pipeline import EvalConfig, evaluate
 from kbx.result import Result
+from kbx.run import workers as procs
+from kbx.runtime import cores, gpuops, gpuwait
 from kbx.store import Store, export
 from kbx.suite import find, select
 from kbx.task import Task
@@ -42,7 +44,7 @@ class Scheduler:
     """``jobs`` candidates in flight, spread round-robin over ``gpus`` (each job slot belongs to
     one GPU; its child sees only that GPU and its timings take that GPU's lock), driven by
     threads of this process or, with ``procs`` > 1, of that many worker processes
-    (``kbx.procs``; by default one per GPU: ``default_procs``)."""
+    (``kbx.run.workers``; by default one per GPU: ``default_procs``)."""
 
     def __init__(
         self,
@@ -222,7 +224,7 @@ def default_procs(device: str, gpus: Sequence[int | None]) -> int:
     """One worker process per GPU when a run has several, else this process alone: one
     process's job threads share one GIL, and its checks slow down as the jobs grow with the
     GPUs.  Workers that share a GPU give their cached memory back after each candidate
-    (``kbx.procs``).  Whether one process or a worker per GPU is faster is not settled
+    (``kbx.run.workers``).  Whether one process or a worker per GPU is faster is not settled
     (docs/design/throughput.md, Worker processes)."""
     return len(gpus) if device.startswith("cuda") and len(gpus) > 1 else 1
 

@@ -31,13 +31,14 @@ import torch
 
 from kbx import trace
 from kbx.candidate import Candidate
-from kbx.evaluate import cores, forkserver, reference, sandbox
+from kbx.evaluate import reference, sandbox
 from kbx.evaluate.pipeline import EvalConfig
 from kbx.result import Result
+from kbx.runtime import cores, forkserver
 from kbx.verdict import Verdict
 
 if TYPE_CHECKING:
-    from kbx.runs import Scheduler
+    from kbx.run.scheduler import Scheduler
 
 MIN_SPARES = 2  # idle spares per worker at least (``spares_each``)
 POLL_S = 1.0  # how often the parent looks for workers that died while it waits for results
@@ -229,7 +230,7 @@ def serve(
     ``todo`` until it reads a stop (``shares_gpu``: another worker has a slot on its GPU;
     ``launched``: the fork server the parent started for it)."""
     os.environ.update(env)
-    from kbx.runs import Scheduler
+    from kbx.run.scheduler import Scheduler
 
     trace.mark("worker: imported")
     sched = Scheduler(cfg, len(slots), list(dict.fromkeys(slots)))

@@ -26,7 +26,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from kbx.evaluate.gpulock import shared
+from kbx.runtime.gpulock import shared
 
 HEAVY_NUMEL = 1 << 14  # CPU operations on this many elements or more run without the hold
 HOLD_S = 0.05  # ... and any CPU operation once a hold is this old
@@ -111,7 +111,7 @@ class LockedOps(TorchDispatchMode):
 
 
 def use_thread_streams(on: bool) -> None:
-    """In the trusted process (the parent, a worker of ``kbx.procs``): each thread's GPU work on
+    """In the trusted process (the parent, a ``kbx.run.workers`` worker): each thread's GPU work on
     a stream of its own (``on_device``), and a hold's end waits for that stream only.
 
     Off by default: no reliable gain in wall time, and each stream caches its own blocks, which

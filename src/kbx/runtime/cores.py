@@ -57,7 +57,7 @@ def reserve(gpus: list[int | None]) -> dict[int | None, int]:
 
 
 def adopt(reserved: dict[int | None, int | None]) -> None:
-    """In a worker process of the parent (``kbx.procs``): the parent's reservation, as
+    """In a worker process of the parent (``kbx.run.workers``): the parent's reservation, as
     ``for_gpu`` gives it there (the worker already runs on the other cores)."""
     with _lock:
         _by_gpu.update({gpu: core for gpu, core in reserved.items() if core is not None})

@@ -3,7 +3,7 @@
 Only applied when the child runs with ``TRITON_INTERPRET=1``:
 - multi-config autotuning needs a GPU to benchmark configurations; on the CPU every configuration
   computes the same result, so the first one is kept;
-- libdevice functions (``extern_elementwise``) are computed by ``kbx.evaluate.libdevice``;
+- libdevice functions (``extern_elementwise``) are computed by ``kbx.interp.libdevice``;
 - a kernel that reads a non-constexpr global fails as it would when compiled for the GPU;
 - Python float arguments are float32 scalars, as on the GPU (the interpreter keeps doubles);
 - ``tl.maximum`` / ``tl.minimum`` of floats return the non-NaN operand, as compiled code does
@@ -71,7 +71,7 @@ def nan_ignoring_min_max(builder: Any) -> None:
 def apply() -> None:
     from triton.runtime import autotuner, interpreter
 
-    from kbx.evaluate.libdevice import extern_elementwise
+    from kbx.interp.libdevice import extern_elementwise
 
     interpreter.InterpreterBuilder.create_extern_elementwise = (  # type: ignore[method-assign]
         lambda self, *args: extern_elementwise(*args)

@@ -1,7 +1,7 @@
 """A fork server for candidate children: Python, torch, triton and kbx imported once, then one
 ``fork`` per candidate instead of a fresh interpreter (about 2 s of imports saved per child).
 
-``python -m kbx.evaluate.forkserver DEVICE FD SPARES [FIRST]`` is started by the parent
+``python -m kbx.runtime.forkserver DEVICE FD SPARES [FIRST]`` is started by the parent
 (``ForkServer``) with the children's scrubbed environment; it never touches CUDA (a process that
 initialised CUDA cannot fork children that use it). Over a ``SOCK_SEQPACKET`` socket it takes one
 request per child (a JSON object: job file, working folder, environment; with the child's progress
@@ -40,7 +40,8 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from kbx import trace
-from kbx.evaluate import confine, spares
+from kbx.evaluate import confine
+from kbx.runtime import spares
 
 READY_TIMEOUT_S = 120.0  # the server's own start-up: imports of torch and triton
 # idle spares per set of visible devices: on a GPU several, since jobs start one or two a second
@@ -59,7 +60,7 @@ def serve(
     import torch  # noqa: F401 - imported here so that children start with it
     import triton  # noqa: F401
 
-    from kbx.evaluate import benchtime, child, gpuops, launches, runner  # noqa: F401
+    from kbx.evaluate import benchtime, child, launches, runner  # noqa: F401
     from kbx.suite import load_suite
 
     trace.mark("fork server: imported")
@@ -112,7 +113,8 @@ def preload(device: str) -> None:
     children, the profiler's first session (it imports ~900 modules; ``opcheck`` opens one a
     case).  Not on a GPU host: the profiler starts CUPTI there, and forks could not use CUDA
     (docs/design/sandbox.md)."""
-    from kbx.evaluate import benchtime, gpuops
+    from kbx.evaluate import benchtime
+    from kbx.runtime import gpuops
 
     gpuops.preload()
     if device == "cpu":
