@@ -3,18 +3,19 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # A CPU build of torch keeps the install small; on a GPU machine install kbx into an env with CUDA torch.
-TORCH ?= torch==2.13.0
-TRITON ?= triton==3.7.1
+# The tested torch and triton are pinned in constraints.txt (pyproject.toml gives the supported range);
+# `make install CONSTRAINTS=other.txt` installs others.
+CONSTRAINTS ?= constraints.txt
 
 .PHONY: install demo test check gpu-test clean
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q "$(TORCH)" "$(TRITON)" numpy
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q -c $(CONSTRAINTS) torch triton numpy
+	$(BIN)/python -m pip install -q -c $(CONSTRAINTS) -e '.[dev]'
 	touch $@
 
 demo: install
@@ -22,7 +23,7 @@ demo: install
 	$(BIN)/kbx eval examples/demo.jsonl --device cpu --out runs/demo
 
 test: install
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=10
 
 check: install
 	$(BIN)/ruff check src tests solutions scripts benchmarks

@@ -39,11 +39,11 @@ from typing import Any
 
 import torch
 
-from kbx.evaluate import perf
-from kbx.evaluate.perf import BaselineCache
-from kbx.evaluate.pipeline import EvalConfig
+from kbx.config import Tuning
+from kbx.evaluate.baselines import BaselineCache, open_baselines
+from kbx.evaluator import Evaluator
 from kbx.hardware import fingerprint
-from kbx.run.scheduler import default_procs, run_eval
+from kbx.run.plan import run_eval
 
 ROOT = Path(__file__).resolve().parent.parent
 CORES = sorted(os.sched_getaffinity(0))  # the CPUs this run may use (taskset), before kbx keeps
@@ -73,10 +73,10 @@ def cpu_times() -> tuple[int, int]:
 
 
 def one_run(out: Path, cache: Path, args: argparse.Namespace, profile: bool = False) -> dict:
-    cfg = EvalConfig(
-        device="cuda",
-        run_dir=out,
-        baseline_cache=cache / "baselines.sqlite",
+    gpus = gpu_list(args)
+    tuning = Tuning(
+        jobs=args.jobs * len(gpus),
+        procs=args.procs,
         profile=profile,
         compile_baseline=not args.no_compile_baseline,
         triton_cache=args.triton_cache,
@@ -85,11 +85,12 @@ def one_run(out: Path, cache: Path, args: argparse.Namespace, profile: bool = Fa
         check_threads=args.check_threads,
         thread_streams=args.thread_streams,
     )
-    gpus = gpu_list(args)
+    cache_file = cache / "baselines.sqlite"
     shutil.rmtree(out, ignore_errors=True)  # a store left by an earlier run would be resumed
     began_utc = time.strftime("%H:%M:%S", time.gmtime())  # to line up with nvidia-smi's samples
     started, cpu_before, began_epoch = time.monotonic(), cpu_times(), time.time()
-    parent_before, workers_before = own_cpu_s(), perf.WORKER_CPU_S[0]
+    baselines = open_baselines(cache_file)  # the run's, whose workers' CPU is counted
+    parent_before, workers_before = own_cpu_s(), baselines.worker_cpu_s
     done: dict[str, Any] = {"n": 0, "baselines": 0, "baselines_s": None}
 
     def baseline_done(task_id: str, left: int) -> None:
@@ -99,7 +100,7 @@ def one_run(out: Path, cache: Path, args: argparse.Namespace, profile: bool = Fa
             print(
                 f"  {out.name}: baselines of {done['baselines']} tasks, {left} left, "
                 f"{done['baselines_s']:.0f} s, workers' CPU "
-                f"{perf.WORKER_CPU_S[0] - workers_before:.0f} s",
+                f"{baselines.worker_cpu_s - workers_before:.0f} s",
                 flush=True,
             )
 
@@ -108,17 +109,15 @@ def one_run(out: Path, cache: Path, args: argparse.Namespace, profile: bool = Fa
         if done["n"] % 20 == 0:
             print(f"  {out.name}: {done['n']} done, {time.monotonic() - started:.0f} s", flush=True)
 
-    summary = run_eval(
-        ROOT / "solutions" / "reference",
-        out,
-        cfg,
-        args.jobs * len(gpus),
-        args.tasks,
-        on_result=tick,
-        gpus=gpus,
-        on_baseline=baseline_done,
-        procs=args.procs,
-    )
+    with Evaluator("cuda", gpus=gpus, run_dir=out, baselines=cache_file, tuning=tuning) as ev:
+        summary = run_eval(
+            ROOT / "solutions" / "reference",
+            out,
+            ev,
+            args.tasks,
+            on_result=tick,
+            on_baseline=baseline_done,
+        )
     wall, cpu_after = time.monotonic() - started, cpu_times()
     ticks = cpu_after[1] - cpu_before[1]
     cpu_busy = round((cpu_after[0] - cpu_before[0]) / ticks, 3) if ticks > 0 else None
@@ -130,7 +129,7 @@ def one_run(out: Path, cache: Path, args: argparse.Namespace, profile: bool = Fa
     cpu_s = {  # where the run's CPU time went, in CPU seconds
         "busy": round((cpu_after[0] - cpu_before[0]) / os.sysconf("SC_CLK_TCK"), 1),
         "children": round(stages.pop("child_cpu", 0.0), 1),  # those that got to "done"
-        "baseline_workers": round(perf.WORKER_CPU_S[0] - workers_before, 1),
+        "baseline_workers": round(baselines.worker_cpu_s - workers_before, 1),
         "parent": round(own_cpu_s() - parent_before, 1),
     }
     print(
@@ -269,14 +268,14 @@ def main() -> int:
         type=int,
         default=None,
         help="torch threads of the parent, which checks the outputs (default: a quarter of the "
-        "cores; EvalConfig.check_threads)",
+        "cores; Tuning.check_threads)",
     )
     p.add_argument(
         "--procs",
         type=int,
         default=None,
         help="worker processes driving the jobs (kbx.run.workers; default: one per GPU, "
-        "runs.default_procs)",
+        "kbx.evaluator.LocalBackend)",
     )
     p.add_argument(
         "--thread-streams",
@@ -367,7 +366,7 @@ def finish(args: argparse.Namespace, figures: dict[str, Any]) -> int:
         baselines_first=args.baselines_first,
         baseline_workers=args.baseline_workers,
         check_threads=torch.get_num_threads(),  # the parent's, as the scheduler set them
-        procs=args.procs or default_procs("cuda", gpu_list(args)),
+        procs=args.procs or (len(gpu_list(args)) if len(gpu_list(args)) > 1 else 1),
         thread_streams=args.thread_streams,
         src_sha256=source_hash(),  # the code that ran, where a copied tree's .git is stale
         git=subprocess.run(

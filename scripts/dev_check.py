@@ -11,7 +11,9 @@ from pathlib import Path
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from kbx.evaluate import reference, runner  # noqa: E402
+from kbx.evaluate import check as reference  # noqa: E402
+from kbx.evaluate import entry as loader  # noqa: E402
+from kbx.evaluate import runner  # noqa: E402
 from kbx.suite import find  # noqa: E402
 from kbx.verdict import Reject  # noqa: E402
 
@@ -27,12 +29,12 @@ def main() -> int:
     t0 = time.time()
     plan = runner.Plan.build(task, "cpu", bench=False)
     counter = runner.install_launch_counter(interpreted=True)
-    runner.CANDIDATE_PATH = sys.argv[2]
+    loader.CANDIDATE_PATH = sys.argv[2]
     try:
-        entry = runner.import_entry(task, Path(sys.argv[2]).resolve())
+        entry = loader.import_entry(task, Path(sys.argv[2]).resolve())
         outputs = runner.run_cases(task, plan, entry, counter, Print())
         reference.judge(task, outputs, "cpu")
-    except runner.CandidateFailure as f:
+    except loader.CandidateFailure as f:
         print("FAILED", f.verdict, f.detail)
         return 1
     except Reject as r:

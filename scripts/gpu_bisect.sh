@@ -16,7 +16,7 @@ runpy.run_path('benchmarks/harness_throughput.py', run_name='__main__')
   echo "$1 rc $?"; grep -m3 -n "Fatal\|Segmentation\|File \"/work" $OUT/$1-log.txt | head -3
 }
 run asis ""
-run noprefetch "import kbx.evaluate.reference as r; r.prefetch = lambda *a, **k: None"
+run noprefetch "import kbx.evaluate.check as r; r.prefetch = lambda *a, **k: None"
 run nopool "import kbx.runtime.compile_pool as c
 def off(*a, **k): raise c.WorkerFailed('off')
 c.POOL.ask = off"

@@ -13,7 +13,7 @@ RUN=$(mktemp -d)
   echo "== validate details: $VTASKS"
   timeout 90 python3 -m kbx.cli validate --device cuda --tasks "$VTASKS" --json "$OUT/validate.json" 2>&1 | grep -v Warning | tail -25
   echo "== one baseline process (eager + compile, case 0)"
-  /usr/bin/time -f "baseline process: %e s wall, %U s user" python3 -m kbx.evaluate.baseline Math/rsqrt eager,compile 0 ""
+  /usr/bin/time -f "baseline process: %e s wall, %U s user" python3 -m kbx.evaluate.baseline_worker Math/rsqrt eager,compile 0 ""
   echo "== eval, eager baselines, jobs ${JOBS:-8}"
   start=$(date +%s)
   timeout 200 python3 -m kbx.cli eval solutions/reference --device cuda --tasks "$TASKS" --out "$RUN/d" --jobs ${JOBS:-8} --no-compile-baseline --baselines "$RUN/b.sqlite"

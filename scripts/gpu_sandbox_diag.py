@@ -15,35 +15,34 @@ CHILD = r"""
 import json, os, sys
 sys.path.insert(0, "src")
 variant = sys.argv[1]
-from kbx.evaluate import confine
+from kbx.evaluate import confine, layers
 if variant == "no_proc":
-    real = confine._mount
-    confine._mount = lambda s, t, k, f, d="": None if k == "proc" else real(s, t, k, f, d)
-if variant != "no_isolate":
-    confine.isolate()
+    real = layers.mount
+    layers.mount = lambda s, t, k, f, d="": None if k == "proc" else real(s, t, k, f, d)
+isolated = confine.isolate() if variant != "no_isolate" else ()
 settings = json.loads(sys.argv[2])
 if variant == "no_uid":
     settings["uid"] = None
 for layer in ("landlock", "seccomp", "rlimits"):
     if variant == f"no_{layer}":
-        setattr(confine, f"_{layer}", lambda *a, **k: False)
+        setattr(layers, layer, lambda *a, **k: False)
 if variant == "ll_no_scopes":
-    confine.LL_SCOPES = 0
+    layers.LL_SCOPES = 0
 if variant == "ll_no_ioctl":
-    confine.LL_BY_ABI = tuple(x for x in confine.LL_BY_ABI if x[0] != 5)
+    layers.LL_BY_ABI = tuple(x for x in layers.LL_BY_ABI if x[0] != 5)
 if variant == "ll_no_tcp":
-    confine.LL_TCP = 0
+    layers.LL_TCP = 0
 if variant == "ll_root_bare":
     settings["writable"].append("/")
-    confine.LL_SCOPES = 0
-    confine.LL_TCP = 0
+    layers.LL_SCOPES = 0
+    layers.LL_TCP = 0
 for extra in ("/dev/shm", "/tmp", "/dev", "/", "/proc", "/sys", "/run", "/var"):
     if variant == "ll_write" + extra.replace("/", "_"):
         settings["writable"].append(extra)
 if variant == "home":
     os.environ["HOME"] = settings["writable"][0]
 if variant != "no_restrict":
-    print("applied", confine.restrict(settings), flush=True)
+    print("applied", confine.restrict(settings, isolated), flush=True)
 import torch
 try:
     torch.zeros(1, device="cuda").add_(1)

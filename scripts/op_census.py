@@ -17,7 +17,9 @@ from pathlib import Path
 import torch
 
 from kbx.candidate import read_source
-from kbx.evaluate import launches, opcheck, runner
+from kbx.evaluate import launches, opcheck
+from kbx.evaluate.entry import import_entry
+from kbx.evaluate.tensors import fresh_arguments
 from kbx.suite import find
 
 MARK_LAUNCHES = True  # launches inside the recorder's launch ranges, as kbx runs them
@@ -30,13 +32,13 @@ def census(
     task = find(task_id)
     assert task is not None
     row: dict[str, object] = {"task_id": task_id}
-    entry = runner.import_entry(task, Path(path).resolve())
+    entry = import_entry(task, Path(path).resolve())
     recorder = opcheck.OpRecorder()
     counter.mark = recorder.launch if MARK_LAUNCHES else None
     recorder.start()
     for case in task.cases:
         with recorder.harness():
-            args, kwargs = runner.fresh_arguments(task.make_inputs(case, "cpu"))
+            args, kwargs = fresh_arguments(task.make_inputs(case, "cpu"))
         entry(*args, **kwargs)
     counter.mark = None
     row["ops"] = recorder.stop()
@@ -47,7 +49,7 @@ def census(
             if task.bytes_moved(case) > MAX_BENCH_BYTES:
                 spent.append(None)
                 continue
-            args, kwargs = runner.fresh_arguments(task.make_inputs(case, "cpu"))
+            args, kwargs = fresh_arguments(task.make_inputs(case, "cpu"))
             began = time.process_time()
             entry(*args, **kwargs)
             spent.append(round(time.process_time() - began, 3))

@@ -13,7 +13,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from kbx.evaluate.perf import BaselineCache
+from kbx.evaluate.baselines import BaselineCache
 
 
 def durations(path: Path) -> dict[str, float]:

@@ -33,7 +33,7 @@ def cases(path: str, kinds: tuple[str, ...] = ("kernel",)) -> dict[Key, float]:
 
 
 def cached(path: str) -> dict[Key, float]:
-    """The baselines of a cache (``perf.BaselineCache``), whatever machine keys they carry."""
+    """The baselines of a cache (``baselines.BaselineCache``), whatever machine keys they carry."""
     out: dict[Key, float] = {}
     for key, ms in sqlite3.connect(path).execute("SELECT key, ms FROM baselines"):
         k = json.loads(key)

@@ -10,14 +10,16 @@ from typing import Any
 
 import pytest
 
-from kbx.evaluate.pipeline import EvalConfig
-from kbx.evaluate.sandbox import Limits
-from kbx.run.scheduler import run_eval
+from kbx.config import Limits, Tuning
+from kbx.evaluator import Evaluator
+from kbx.run.plan import run_eval
 
 ROOT = Path(__file__).resolve().parent.parent
 BAD = ROOT / "tests" / "bad"
 REFERENCE = ROOT / "solutions" / "reference"
 SHARED = ROOT.parent / "shared" / "kernelbenchx"
+JOBS2 = ROOT / "tests" / "jobs2.toml"  # ``kbx eval --config``: two candidates in flight
+JOBS1 = ROOT / "tests" / "jobs1.toml"
 
 EvalFn = Callable[..., list[dict[str, Any]]]
 
@@ -36,8 +38,9 @@ def run_source(tmp_path: Path) -> EvalFn:
     ) -> list[dict[str, Any]]:
         out = out or tmp_path / f"run-{len(list(tmp_path.iterdir()))}"
         limits = Limits(import_s=timeout_s, case_s=timeout_s, timing_s=max(timeout_s, 120.0))
-        cfg = EvalConfig(device=device, limits=limits, run_dir=out, compile_baseline=False)
-        run_eval(source, out, cfg, jobs, pattern)
+        tuning = Tuning(jobs=jobs, limits=limits, compile_baseline=False)
+        with Evaluator(device, run_dir=out, tuning=tuning) as ev:
+            run_eval(source, out, ev, pattern)
         return [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
 
     return run

@@ -43,13 +43,13 @@ def test_eval_missing_source(tmp_path):
     assert main(["eval", str(tmp_path / "nothing.jsonl"), "--device", "cpu"]) == 2
 
 
-def test_eval_measures_baselines_first_unless_told_not_to():
-    from kbx.cli import build_parser
+def test_eval_measures_baselines_first_unless_the_configuration_says_not(tmp_path):
+    from kbx.config import load_tuning
 
-    parser = build_parser()
-    assert parser.parse_args(["eval", "x"]).baselines_first
-    assert not parser.parse_args(["eval", "x", "--no-baselines-first"]).baselines_first
-
+    assert load_tuning(None).baselines_first
+    config = tmp_path / "kbx.toml"
+    config.write_text("baselines_first = false\n")
+    assert not load_tuning(config).baselines_first
 
 def test_cuda_without_a_gpu_is_one_line_and_exit_2(tmp_path, capsys):
     """Issue 25's newcomer path: no tracebacks, no 67 s of failing children."""

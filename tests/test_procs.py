@@ -1,91 +1,135 @@
-"""Worker processes driving a run's jobs: slots split across workers, results collected from
-them, and candidates of a worker that died reported as kbx's fault."""
+"""kbx.run.workers: a run's job slots split across worker processes, their share of a GPU's
+spares and look-ahead, and real workers on the CPU evaluating a run, where the candidate of a
+worker that died is kbx's fault while the other worker goes on."""
 
 from __future__ import annotations
 
 import json
-import queue
+import os
+import signal
+import sys
+import threading
+import time
 from pathlib import Path
 
+import pytest
+
 from kbx.candidate import Candidate
-from kbx.evaluate.pipeline import EvalConfig
-from kbx.evaluate.sandbox import Limits
-from kbx.result import Result
-from kbx.run import workers as procs
-from kbx.run.scheduler import run_eval
+from kbx.config import EvalConfig, Limits, Tuning
+from kbx.evaluator import Evaluator
+from kbx.run import workers
+from kbx.run.plan import run_eval
+from kbx.run.workers import Workers
+from kbx.runtime import cores
+from kbx.runtime.forkserver import SPARES
 from kbx.verdict import Verdict
 from tests.conftest import REFERENCE
 
+LIMITS = Limits(import_s=60, case_s=60)
+
 
 def test_each_worker_gets_whole_gpus_when_it_can():
-    assert procs.split_slots([0, 1], 4, 2) == [[0, 0], [1, 1]]
-    assert procs.split_slots([0, 1], 6, 4) == [[0, 0], [1, 1], [0], [1]]
-    assert procs.split_slots([None], 5, 2) == [[None] * 3, [None] * 2]
-    assert procs.split_slots([0], 2, 3) == [[0], [0]]  # no worker without a slot
-    assert [procs.crowded([[0, 0], [1, 1]], p) for p in ([0, 0], [1, 1])] == [False, False]
-    assert procs.crowded([[0], [0]], [0])  # two workers on GPU 0: they give memory back
+    assert workers.split_slots([0, 1], 4, 2) == [[0, 0], [1, 1]]
+    assert workers.split_slots([0, 1], 6, 4) == [[0, 0], [1, 1], [0], [1]]
+    assert workers.split_slots([None], 5, 2) == [[None] * 3, [None] * 2]
+    assert workers.split_slots([0], 2, 3) == [[0], [0]]  # no worker without a slot
+    assert [workers.crowded([[0, 0], [1, 1]], p) for p in ([0, 0], [1, 1])] == [False, False]
+    assert workers.crowded([[0], [0]], [0])  # two workers on GPU 0: they give memory back
+    assert workers.worker_slots([1, 1, 1]) == [1, 1, 1]
 
 
-def test_the_workers_of_a_gpu_share_its_spares_with_at_least_two_each(monkeypatch):
-    monkeypatch.setenv("KBX_SPARES", "4")
-    assert procs.spares_each("cuda", [0, 1], 2) == 4  # a worker per GPU: all of its spares
-    assert procs.spares_each("cuda", [0], 2) == 2
-    assert procs.spares_each("cuda", [0], 4) == procs.MIN_SPARES
-    monkeypatch.setenv("KBX_SPARES", "0")
-    assert procs.spares_each("cuda", [0], 4) == 0  # spares off stay off
+def test_the_workers_of_a_gpu_share_its_spares_with_at_least_two_each():
+    def cfg(spares: int | None) -> EvalConfig:
+        return EvalConfig(device="cuda", tuning=Tuning(spares=spares))
+
+    assert workers.spares_each(cfg(4), [0, 1], 2) == 4  # a worker per GPU: all of its spares
+    assert workers.spares_each(cfg(4), [0], 2) == 2
+    assert workers.spares_each(cfg(4), [0], 4) == workers.MIN_SPARES
+    assert workers.spares_each(cfg(0), [0], 4) == 0  # spares off stay off
+    assert workers.spares_each(cfg(None), [0], 1) == SPARES["cuda"]  # the device's default
 
 
-def test_the_workers_of_a_gpu_share_its_reference_look_ahead(monkeypatch):
-    monkeypatch.setenv("KBX_AHEAD_BYTES", str(8 << 30))
-    assert procs.ahead_each([0, 1], 2) == 8 << 30  # a worker per GPU: all of it
-    assert procs.ahead_each([0], 4) == 2 << 30
+def test_the_workers_of_a_gpu_share_its_reference_look_ahead():
+    assert workers.per_gpu([0, 1], 2) == 1  # a worker per GPU: all of it
+    assert workers.per_gpu([0], 4) == 4
+    assert workers.per_gpu([0, 1], 1) == 1
 
 
-class FakeWorker:
-    def __init__(self, pid: int, exitcode: int | None) -> None:
-        self.pid, self.exitcode = pid, exitcode
-
-    def is_alive(self) -> bool:
-        return self.exitcode is None
-
-
-def test_the_candidates_of_a_worker_that_died_are_harness_errors(monkeypatch):
-    monkeypatch.setattr(procs, "POLL_S", 0.01)
-    cands = [Candidate(f"s{i}", "Math/add", "x") for i in range(4)]
-    done: queue.Queue = queue.Queue()
-    ok = Result.of(cands[1], "cpu", Verdict.PASSED, "all cases match", "done")
-    for msg in [("start", 0, 11), ("start", 1, 12), ("done", 1, ok), ("start", 2, 12)]:
-        done.put(msg)
-    workers = [FakeWorker(11, -9), FakeWorker(12, None)]  # 11 was killed running candidate 0
-    got = procs.collect(cands, "cpu", workers, done)
-    first = [next(got), next(got)]
-    assert first[0] == (cands[1], ok)
-    assert first[1][0] is cands[0]
-    assert first[1][1].verdict == Verdict.HARNESS_ERROR and "exit code -9" in first[1][1].detail
-    workers[1].exitcode = 1  # the last one ends too: what is left is reported, not awaited
-    rest = list(got)
-    assert [c.source for c, _ in rest] == ["s2", "s3"]
-    assert all(r.verdict == Verdict.HARNESS_ERROR for _, r in rest)
-    assert "exit code 1" in rest[0][1].detail and "all ended before" in rest[1][1].detail
+@pytest.fixture
+def keep_switch_interval():
+    before = sys.getswitchinterval()
+    yield
+    sys.setswitchinterval(before)
 
 
-def test_a_run_over_worker_processes_evaluates_every_candidate(tmp_path: Path):
-    """Two spawned workers, real sandboxed children: every reference solution passes, each
-    result once, and a bad candidate is judged as in one process."""
+def started_pid(pool: Workers, task_id: str, wait_s: float = 120.0) -> int:
+    """The pid of the worker that has started the candidate for ``task_id``, once one has."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        with pool.lock:
+            numbers = [n for n, (_, c) in pool.waiting.items() if c.task_id == task_id]
+            pid = pool.started.get(numbers[0]) if numbers else None
+        if pid is not None:
+            return pid
+        time.sleep(0.05)
+    raise AssertionError(f"no worker started {task_id} in {wait_s} s")
+
+
+def test_a_run_over_worker_processes_judges_every_candidate_even_when_a_worker_dies(
+    tmp_path: Path, monkeypatch, keep_switch_interval
+):
+    """Two spawned workers with a job slot each, real sandboxed children: every reference
+    solution passes and a bad candidate is judged as in one process; the worker killed during
+    a candidate makes that one kbx's fault while the other evaluates the rest, this run's and
+    later batches; once none is left, what is left is reported, not awaited.  The parent, which
+    runs no job thread, keeps its GIL switch interval, and on the CPU keeps no core for timings
+    (one worker start-up for all of it: a few seconds each)."""
+    monkeypatch.setattr(workers, "POLL_S", 0.1)
     source = tmp_path / "src"
-    for task in ("Math/add", "Math/sub", "Activation/gelu"):
-        (source / task).parent.mkdir(parents=True, exist_ok=True)
+    (source / "Math").mkdir(parents=True)
+    for task in ("Math/add", "Math/sub"):
         (source / f"{task}.py").write_text((REFERENCE / f"{task}.py").read_text())
     (source / "Math" / "mul.py").write_text((REFERENCE / "Math" / "add.py").read_text())
+    slow = "import time\ntime.sleep(15)\n" + (REFERENCE / "Math" / "abs.py").read_text()
+    (source / "Math" / "abs.py").write_text(slow)  # first in source order; its worker is killed
+    reserved: list[object] = []
+    monkeypatch.setattr(cores, "reserve", reserved.append)
+    sys.setswitchinterval(0.005)
     out = tmp_path / "run"
-    cfg = EvalConfig(device="cpu", limits=Limits(import_s=60, case_s=60), run_dir=out)
-    run_eval(source, out, cfg, 3, procs=2)
-    records = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
-    verdicts = {r["task_id"]: r["verdict"] for r in records}
-    assert len(records) == 4
-    assert verdicts == {
+    tuning = Tuning(jobs=2, procs=2, limits=LIMITS)
+    with Evaluator("cpu", run_dir=out, baselines=None, tuning=tuning) as ev:
+        pool = ev.backend.runner  # type: ignore[union-attr]
+        assert isinstance(pool, Workers) and len(pool.procs) == 2
+        assert pool.cfg.tuning.ahead_bytes == Tuning().ahead_bytes // 2  # two on one "GPU"
+        summary: dict[str, object] = {}
+        run = threading.Thread(
+            target=lambda: summary.update(run_eval(source, out, ev)), daemon=True
+        )
+        run.start()
+        victim = started_pid(pool, "Math/abs")
+        assert victim in {w.pid for w in pool.procs}
+        os.kill(victim, signal.SIGKILL)  # a worker this test started
+        run.join(180)
+        assert not run.is_alive() and summary
+        later = Candidate("later", "Math/sub", (REFERENCE / "Math" / "sub.py").read_text())
+        assert [r.verdict for r in ev.submit([later])] == [Verdict.PASSED]  # it goes on
+        for w in pool.procs:
+            if w.is_alive():
+                os.kill(w.pid, signal.SIGKILL)  # the last one too
+                w.join()
+        rest = list(ev.submit([later]))
+        assert [r.verdict for r in rest] == [Verdict.HARNESS_ERROR]
+        assert "had all ended before this candidate" in rest[0].detail
+    assert sys.getswitchinterval() == pytest.approx(0.005)
+    assert reserved == []
+    records = {
+        r["task_id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())
+    }
+    assert {task: r["verdict"] for task, r in records.items()} == {
+        "Math/abs": "harness_error",
         "Math/add": "passed",
         "Math/sub": "passed",
-        "Activation/gelu": "passed",
         "Math/mul": "no_entry",  # add's file under mul's name: no function mul
     }
+    assert "ended during this candidate (exit -9)" in records["Math/abs"]["detail"]
+    assert records["Math/abs"]["stage"] == "run"

@@ -9,7 +9,7 @@ import sys
 import time
 
 from kbx.store import Store, summarize
-from tests.conftest import REFERENCE, ROOT
+from tests.conftest import JOBS1, REFERENCE, ROOT
 
 SOURCE_TASKS = [
     "Activation/gelu",
@@ -72,8 +72,8 @@ def test_sigkill_mid_run_then_resume_gives_one_record_each(tmp_path):
         "cpu",
         "--out",
         str(out),
-        "--jobs",
-        "1",
+        "--config",
+        str(JOBS1),
     ]
     proc = subprocess.Popen(
         cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True

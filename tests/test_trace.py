@@ -1,25 +1,34 @@
-"""Start-up marks are silent unless KBX_TRACE=1, and reach the fork server but not children."""
+"""Start-up marks are silent unless tracing is enabled, and reach the fork server by its
+command line, never through the children's environment."""
 
+import logging
 from pathlib import Path
 
 from kbx import trace
-from kbx.evaluate.sandbox import SandboxConfig, child_env, server_env
+from kbx.evaluate.childenv import SandboxConfig, child_env, server_env
 
 
-def test_marks_are_written_only_when_tracing_is_on(monkeypatch, capsys):
-    monkeypatch.delenv("KBX_TRACE", raising=False)
+def test_marks_are_written_only_when_tracing_is_on(capsys):
+    trace.LOG.setLevel(logging.WARNING)
     trace.mark("worker: imported")
     assert capsys.readouterr().err == ""
-    monkeypatch.setenv("KBX_TRACE", "1")
-    trace.mark("worker: imported")
-    line = capsys.readouterr().err
-    assert line.startswith("kbx trace: pid ") and "worker: imported at " in line
+    trace.LOG.handlers.clear()  # a handler bound to this test's stderr
+    trace.enable()
+    try:
+        trace.mark("worker: imported")
+        line = capsys.readouterr().err
+        assert line.startswith("kbx trace: pid ") and "worker: imported at " in line
+    finally:
+        trace.LOG.setLevel(logging.WARNING)
+        trace.LOG.handlers.clear()
 
 
-def test_tracing_reaches_the_fork_server_but_not_the_candidates_children(monkeypatch, tmp_path):
+def test_tracing_leaves_the_environments_alone(tmp_path):
     cfg = SandboxConfig(device="cpu", perf=False)
-    monkeypatch.setenv("KBX_TRACE", "1")
-    assert server_env(cfg).get("KBX_TRACE") == "1"
-    assert "KBX_TRACE" not in child_env(Path(tmp_path), cfg)
-    monkeypatch.delenv("KBX_TRACE")
-    assert "KBX_TRACE" not in server_env(cfg)
+    trace.enable()
+    try:
+        assert not any(k.startswith("KBX_") for k in server_env(cfg))
+        assert not any(k.startswith("KBX_") for k in child_env(Path(tmp_path), cfg))
+    finally:
+        trace.LOG.setLevel(logging.WARNING)
+        trace.LOG.handlers.clear()

@@ -5,6 +5,7 @@ import torch
 from kbx.evaluate.pipeline import EvalConfig
 from kbx.suite import find
 from kbx.validate import TaskReport, near_constant, perturb, probe_task, validate
+from tests.progress import progress
 
 
 def test_perturb_changes_one_percent_by_one_percent():
@@ -52,11 +53,13 @@ def test_validate_runs_reference_through_the_pipeline(tmp_path):
     assert reports[1].probes["noise"] == "exempt"
 
 
-def test_the_whole_suite_validates_on_cpu(tmp_path):
+def test_the_whole_suite_validates_on_cpu(tmp_path, capsys):
     """`kbx validate --device cpu` over every task: the suite's soundness is part of CI."""
     from kbx.suite import load_suite
 
     tasks = list(load_suite().values())
-    reports = validate(tasks, EvalConfig(device="cpu", run_dir=tmp_path), jobs=2)
+    step = progress(capsys, "validate", len(tasks))  # minutes: a line every 30 s
+    on_done = lambda r: step(f"{r.task_id}: {'ok' if r.ok else 'FAILED'}")
+    reports = validate(tasks, EvalConfig(device="cpu", run_dir=tmp_path), jobs=2, on_done=on_done)
     failed = {r.task_id: r.failures for r in reports if not r.ok}
     assert not failed

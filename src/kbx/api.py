@@ -1,20 +1,19 @@
 """Library entry point: evaluate one candidate from Python (generation loops, RL rewards).
 
     from kbx.api import evaluate_code
-    result = evaluate_code("Math/rsqrt", code, device="cuda")
+    result = evaluate_code("Math/rsqrt", code, device="cpu")
     result.verdict, result.detail, result.speedup
 
-Each call runs the full pipeline (sandboxed child, trusted comparison, timing on the GPU).
+Each call opens an ``Evaluator`` for one candidate (sandboxed child, trusted comparison, timing
+on the GPU); to evaluate many, keep one ``kbx.Evaluator`` open and submit to it.
 """
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
-from kbx.candidate import make
-from kbx.evaluate.pipeline import EvalConfig, evaluate
-from kbx.hardware import default_device, device_problem
+from kbx.config import Tuning
+from kbx.evaluator import DEFAULT, Evaluator
 from kbx.result import Result
 
 
@@ -24,18 +23,14 @@ def evaluate_code(
     device: str | None = None,
     perf: bool = True,
     run_dir: Path | None = None,
-    config: EvalConfig | None = None,
+    tuning: Tuning | None = None,
+    baselines: Path | None = DEFAULT,
 ) -> Result:
     """The verdict (and on the GPU the speedup) of ``code`` for the task ``task_id``.
 
     ``code`` may be a raw model answer: fences, chat end tokens and a KernelBench-X test block
-    are stripped as for JSONL sources.  ``config`` overrides everything but the device.
+    are stripped as for JSONL sources.  A device that cannot run here raises ``ValueError``.
     """
-    if problem := device_problem(device or default_device()):
-        raise ValueError(problem)
-    candidate = make("<api>", task_id, code)
-    with tempfile.TemporaryDirectory(prefix="kbx-api-") as scratch:
-        cfg = config or EvalConfig(
-            device=device or default_device(), perf=perf, run_dir=run_dir or Path(scratch)
-        )
-        return evaluate(candidate, cfg)
+    one = (tuning or Tuning()).model_copy(update={"jobs": 1})
+    with Evaluator(device, perf=perf, run_dir=run_dir, tuning=one, baselines=baselines) as ev:
+        return ev.evaluate(task_id, code)

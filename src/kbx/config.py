@@ -80,7 +80,8 @@ def load_tuning(path: Path | None, **overrides: Any) -> Tuning:
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: not TOML: {exc}") from None
     if limits := overrides.pop("limits", None):
-        data["limits"] = {**data.get("limits", {}), **limits}
+        base = data.get("limits", {})  # not a table: left for the validation to name
+        data["limits"] = {**base, **limits} if isinstance(base, dict) else base
     data.update({k: v for k, v in overrides.items() if v is not None})
     try:
         return Tuning.model_validate(data)

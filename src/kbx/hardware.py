@@ -78,7 +78,7 @@ class Peaks:
 
 def measure_peaks() -> Peaks:
     """A 1 GiB device copy and 8192^3 matmuls (fp32, tf32, fp16, bf16), best of several."""
-    from kbx.evaluate.timing import time_call
+    from kbx.evaluate.clock import time_call
 
     src = torch.empty(1 << 28, dtype=torch.float32, device="cuda")
     dst = torch.empty_like(src)

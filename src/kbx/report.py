@@ -4,6 +4,7 @@ candidates' per-task speedups, vs PyTorch eager and vs torch.compile)."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -12,24 +13,55 @@ from rich.console import Console
 from rich.table import Table
 
 from kbx.result import geometric_mean
-from kbx.store import bench_unchecked
+from kbx.store import Store, bench_unchecked
+
+OTHERS_SHOWN = 4  # verdicts named in a row's "other verdicts" cell; the rest are counted
+
+
+class NoResults(Exception):
+    """A run folder with no results to report, none yet or none readable; the message names
+    the folder or the file."""
 
 
 def load_records(run_dir: Path) -> list[dict[str, Any]]:
     """The run's results.jsonl; for a run stopped before it wrote one (a time limit, Ctrl-C),
-    the records its store holds so far."""
-    path = run_dir / "results.jsonl"
-    if not path.exists() and (run_dir / "kbx.sqlite").exists():
-        from kbx.store import Store
+    the records its store holds so far.  Raises ``NoResults`` when there are none."""
+    path, db = run_dir / "results.jsonl", run_dir / "kbx.sqlite"
+    if not run_dir.is_dir():
+        what = "not a run folder" if run_dir.exists() else "no such run folder"
+        raise NoResults(f"{run_dir}: {what} (the DIR of `kbx eval SOURCE --out DIR`)")
+    if path.exists():
+        records = read_jsonl(path)
+    elif db.exists():
+        records = read_store(db)
+    else:
+        raise NoResults(f"no results in {run_dir} (run `kbx eval SOURCE --out {run_dir}` first)")
+    if not records:
+        raise NoResults(f"no results in {run_dir} yet (its run has finished no candidate)")
+    return records
 
-        store = Store(run_dir / "kbx.sqlite")
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    records = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
         try:
-            return store.records()
-        finally:
-            store.close()
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no results (run `kbx eval ... --out {run_dir}` first)")
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+            records.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise NoResults(f"{path}:{number}: not a JSON record ({exc.msg})") from None
+    return records
+
+
+def read_store(db: Path) -> list[dict[str, Any]]:
+    try:
+        store = Store(db)
+    except sqlite3.DatabaseError as exc:
+        raise NoResults(f"{db}: not a kbx store ({exc})") from None
+    try:
+        return store.records()
+    finally:
+        store.close()
 
 
 def category_table(records: list[dict[str, Any]], title: str = "") -> Table:
@@ -82,11 +114,19 @@ def flat(groups: dict[str, list[float]]) -> list[float]:
 
 def row_cells(counts: Counter[str]) -> list[str]:
     n = sum(counts.values())
-    return [str(n), str(counts["passed"]), f"{100 * counts['passed'] / n:.0f}"]
+    rate = f"{100 * counts['passed'] / n:.0f}" if n else "-"
+    return [str(n), str(counts["passed"]), rate]
 
 
-def others(counts: Counter[str]) -> str:
-    return ", ".join(f"{v} {n}" for v, n in sorted(counts.items()) if v != "passed")
+def others(counts: Counter[str], shown: int = OTHERS_SHOWN) -> str:
+    """The verdicts other than passed, the most frequent first; past ``shown`` of them, how many
+    more verdicts and candidates (a run of many kinds of failure kept the cell 20 lines tall)."""
+    rest = sorted((v for v in counts if v != "passed" and counts[v]), key=lambda v: (-counts[v], v))
+    cell = ", ".join(f"{v} {counts[v]}" for v in rest[:shown])
+    if len(rest) > shown:
+        more = sum(counts[v] for v in rest[shown:])
+        cell += f", +{len(rest) - shown} more ({more} candidates)"
+    return cell
 
 
 def speed_cell(values: list[float]) -> str:
@@ -97,7 +137,10 @@ def failures_table(records: list[dict[str, Any]], limit: int = 50) -> Table:
     table = Table(title="candidates that did not pass")
     for col in ("task / source", "verdict", "detail"):
         table.add_column(col, overflow="fold")
-    for r in [r for r in records if r["verdict"] != "passed"][:limit]:
+    failed = [r for r in records if r["verdict"] != "passed"]
+    if len(failed) > limit:
+        table.caption = f"the first {limit}; {len(failed) - limit} more in the run's results.jsonl"
+    for r in failed[:limit]:
         table.add_row(f"{r['task_id']}\n{r['source']}", r["verdict"], r["detail"][:200])
     return table
 

@@ -27,36 +27,48 @@ def load_task_file(path: Path) -> Task:
     return dataclasses.replace(task, id=f"{category}/{name}", category=category, name=name)
 
 
-LOAD_ERRORS: dict[str, str] = {}  # task file -> why it could not be loaded
-
-
 @cache
-def load_suite() -> dict[str, Task]:
-    """All tasks by id, sorted by id.  A task file that fails to load is left out and reported in
-    ``LOAD_ERRORS`` (file and line), so one broken file does not stop a run."""
-    tasks = []
+def loaded() -> tuple[dict[str, Task], dict[str, str]]:
+    """All tasks by id, sorted by id, and the task files that failed to load (file and line ->
+    why), so that one broken file does not stop a run."""
+    tasks, errors = [], {}
     for path in sorted(TASKS_DIR.glob("*/*.py")):
         try:
             tasks.append(load_task_file(path))
         except Exception as exc:  # noqa: BLE001 - reported with its location
             frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(path)]
             line = f":{frames[-1].lineno}" if frames else ""
-            LOAD_ERRORS[f"{path}{line}"] = f"{type(exc).__name__}: {exc}"
-    return {t.id: t for t in tasks}
+            errors[f"{path}{line}"] = f"{type(exc).__name__}: {exc}"
+    return {t.id: t for t in tasks}, errors
+
+
+def load_suite() -> dict[str, Task]:
+    """All tasks by id (``load_errors`` lists the files left out)."""
+    return loaded()[0]
+
+
+def load_errors() -> dict[str, str]:
+    """The task files that could not be loaded: file and line -> why."""
+    return loaded()[1]
 
 
 def select(pattern: str | None = None, category: str | None = None) -> list[Task]:
     """Tasks whose id matches ``pattern`` (globs, comma-separated: ``Math/*,Loss/*``) and
-    ``category``."""
+    ``category`` (in any case: ``fusion`` is ``Fusion``)."""
     globs = [g.strip() for g in pattern.split(",") if g.strip()] if pattern else []
     out = []
     for task in load_suite().values():
         if globs and not any(fnmatch.fnmatchcase(task.id, g) for g in globs):
             continue
-        if category and task.category != category:
+        if category and task.category.casefold() != category.casefold():
             continue
         out.append(task)
     return out
+
+
+def categories() -> list[str]:
+    """The suite's categories, sorted."""
+    return sorted({task.category for task in load_suite().values()})
 
 
 def find(task_id: str) -> Task | None:

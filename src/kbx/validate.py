@@ -18,9 +18,10 @@ from typing import Any
 import torch
 
 from kbx.candidate import Candidate
-from kbx.evaluate import reference
-from kbx.evaluate.pipeline import EvalConfig, evaluate
-from kbx.evaluate.runner import leaves
+from kbx.config import EvalConfig
+from kbx.evaluate import check as reference
+from kbx.evaluate.tensors import leaves
+from kbx.result import Result
 from kbx.task import Inputs, Task
 from kbx.verdict import Reject
 
@@ -183,20 +184,34 @@ def validate(
     jobs: int,
     on_done: Callable[[TaskReport], None] | None = None,
 ) -> list[TaskReport]:
-    """Validate tasks in parallel; reports in suite order.  The probes run torch on the CPU in
-    ``jobs`` threads of this process: each gets its share of the cores, not all of them."""
+    """Validate tasks in parallel; reports in suite order.  Each task's reference runs as a
+    candidate through an Evaluator; the probes run torch on the CPU in ``jobs`` threads of this
+    process: each gets its share of the cores, not all of them."""
+    from kbx.evaluator import Evaluator
+
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, jobs)))
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = [pool.submit(validate_task, t, cfg) for t in tasks]
+    tuning = cfg.tuning.model_copy(update={"jobs": max(1, jobs)})
+    ev = Evaluator(
+        cfg.device, perf=False, run_dir=cfg.run_dir, baselines=None, tuning=tuning, trusted=True
+    )
+    by_task = {t.id: t for t in tasks}
+    reports: dict[str, TaskReport] = {}
+    with ev, ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = [
+            pool.submit(validate_task, by_task[cand.task_id], result)
+            for cand, result in ev.pairs(reference_candidate(t) for t in tasks)
+        ]
         for fut in as_completed(futures):
+            report = fut.result()
+            reports[report.task_id] = report
             if on_done:
-                on_done(fut.result())
-        return [f.result() for f in futures]
+                on_done(report)
+    return [reports[t.id] for t in tasks]
 
 
-def validate_task(task: Task, cfg: EvalConfig) -> TaskReport:
+def validate_task(task: Task, result: Result) -> TaskReport:
+    """The task's report: its reference's result as a candidate, then the probes."""
     report = TaskReport(task.id)
-    result = evaluate(reference_candidate(task), replace(cfg, require_triton=False, perf=False))
     report.probes["reference"] = str(result.verdict)
     if result.verdict != "passed":
         report.failures.append(f"reference as a candidate: {result.verdict}: {result.detail}")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import torch
 
-from kbx.evaluate.baseline import compiled
+from kbx.evaluate.baseline_worker import compiled
 from kbx.runtime.gpulock import shared
 
 

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from kbx.evaluate.sandbox import KBX_PATH
+from kbx.evaluate.childenv import SOURCE_ROOT
 from kbx.runtime import compile_pool
 from kbx.runtime.compile_pool import Pool, WorkerFailed
 
@@ -50,9 +50,10 @@ def test_a_worker_that_hangs_or_dies_is_killed_and_reported():
 
 
 def test_the_baseline_server_reports_a_bad_request_and_goes_on():
-    """The real ``baseline.py --serve`` (no GPU needed to fail): an error reply, then the next."""
-    env = dict(os.environ, PYTHONPATH=KBX_PATH)
-    pool = Pool([sys.executable, "-m", "kbx.evaluate.baseline", "--serve"])
+    """The real ``baseline_worker --serve`` (no GPU needed to fail): an error reply, then the
+    next."""
+    env = dict(os.environ, PYTHONPATH=SOURCE_ROOT)
+    pool = Pool(compile_pool.POOL.cmd)
     try:
         for _ in range(2):
             reply = pool.ask(None, env, {"task": "No/such", "kinds": "compile", "cases": "0"}, 60)
@@ -64,9 +65,9 @@ def test_the_baseline_server_reports_a_bad_request_and_goes_on():
 
 
 def test_a_failed_worker_leaves_the_task_to_a_process_of_its_own(monkeypatch):
-    """perf falls back to the one-process-per-task path, which reports its own failure (here:
-    no CUDA for the inputs)."""
-    from kbx.evaluate import perf
+    """``in_worker`` falls back to the one-process-per-task path, which reports its own failure
+    (here: no CUDA for the inputs)."""
+    from kbx.evaluate import baselines
     from kbx.suite import find
 
     def failing(*args, **kwargs):
@@ -74,22 +75,25 @@ def test_a_failed_worker_leaves_the_task_to_a_process_of_its_own(monkeypatch):
 
     monkeypatch.setattr(compile_pool.POOL, "ask", failing)
     with pytest.raises(RuntimeError, match="baseline process for Math/add failed"):
-        perf.in_worker(find("Math/add"), [(0, "eager"), (0, "compile")], None, None)
+        baselines.in_worker(find("Math/add"), [(0, "eager"), (0, "compile")], None, None)
 
 
 def test_a_baseline_worker_computes_on_one_thread(monkeypatch):
     """32 workers with a thread per core each on 32 cores left the linear-algebra tasks'
     inputs unbuilt after 500 s (H200 x2): each worker gets one thread, and one compile thread."""
-    from kbx.evaluate import perf
+    from kbx.evaluate import baselines
     from kbx.suite import find
 
     envs = []
 
     def ask(key, env, request, timeout_s):
         envs.append(env)
-        return {"ok": {"0:eager": 1.0}}
+        return {"ok": {"0:eager": 1.0}, "cpu_s": 1.5}
 
     monkeypatch.setattr(compile_pool.POOL, "ask", ask)
-    perf.in_worker(find("Math/add"), [(0, "eager")], None, None)
+    assert baselines.in_worker(find("Math/add"), [(0, "eager")], None, None) == (
+        {(0, "eager"): 1.0},
+        1.5,  # the CPU seconds it reported
+    )
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "TORCHINDUCTOR_COMPILE_THREADS"):
         assert envs[0][name] == "1"

@@ -24,9 +24,9 @@ PRELUDE = f"""
 import ctypes, errno, json, os, signal, sys
 sys.path.insert(0, {SRC!r})
 from kbx.evaluate import confine
-confine.isolate()
+isolated = confine.isolate()
 settings = json.loads(sys.argv[1])
-applied = confine.restrict(settings)
+applied = confine.restrict(settings, isolated)
 libc = ctypes.CDLL(None, use_errno=True)
 def say(**fields):
     print(json.dumps(fields), flush=True)
@@ -103,7 +103,7 @@ def test_every_layer_is_applied_and_the_worker_sees_its_own_namespace(work):
     code, said = run(
         """
         pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
-        say(applied=applied, isolated=confine.isolated(), pid=os.getpid(), ppid=os.getppid(),
+        say(applied=applied, isolated=isolated, pid=os.getpid(), ppid=os.getppid(),
             pids=pids, uid=os.getuid(), sid=os.getsid(0))
         """,
         work,
@@ -417,10 +417,10 @@ import json, os, sys
 sys.path.insert(0, {SRC!r})
 from kbx.evaluate import confine
 os.setgroups([]); os.setgid(65534); os.setuid(65534)
-confine.isolate()
+isolated = confine.isolate()
 settings = {{"uid": None, "gid": None, "writable": [{str(work)!r}], "device": "cpu",
             "limits": confine.LIMITS}}
-got = [*confine.isolated(), *confine.restrict(settings)]
+got = [*isolated, *confine.restrict(settings, isolated)]
 print(json.dumps([got, os.getpid(), os.getuid()]), flush=True)
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=30)

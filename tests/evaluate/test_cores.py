@@ -69,15 +69,16 @@ def test_the_exclusive_holder_times_on_its_gpus_core_and_then_moves_back(tmp_pat
 
 
 def test_the_child_and_the_baseline_worker_are_told_their_gpus_core(monkeypatch):
-    from kbx.evaluate import perf
-    from kbx.evaluate.pipeline import EvalConfig
+    from kbx.config import EvalConfig
+    from kbx.evaluate import baselines
+    from kbx.evaluate.childenv import settings
     from kbx.runtime import compile_pool
     from kbx.suite import find
 
     monkeypatch.setattr(cores, "_by_gpu", {1: 14})
-    assert EvalConfig(device="cuda", gpu=1).sandbox().timing_core == 14
-    assert EvalConfig(device="cuda", gpu=0).sandbox().timing_core is None
-    assert EvalConfig(device="cpu", gpu=1).sandbox().timing_core is None
+    assert settings(EvalConfig(device="cuda", gpu=1)).timing_core == 14
+    assert settings(EvalConfig(device="cuda", gpu=0)).timing_core is None
+    assert settings(EvalConfig(device="cpu", gpu=1)).timing_core is None
     asked = []
 
     def ask(key, env, request, timeout_s):
@@ -85,7 +86,8 @@ def test_the_child_and_the_baseline_worker_are_told_their_gpus_core(monkeypatch)
         return {"ok": {"0:eager": 1.0}}
 
     monkeypatch.setattr(compile_pool.POOL, "ask", ask)
-    assert perf.in_worker(find("Math/add"), [(0, "eager")], "/x/gpu1.lock", 1) == {
-        (0, "eager"): 1.0
-    }
+    assert baselines.in_worker(find("Math/add"), [(0, "eager")], "/x/gpu1.lock", 1) == (
+        {(0, "eager"): 1.0},
+        0.0,
+    )
     assert asked[0]["core"] == "14" and asked[0]["lock"] == "/x/gpu1.lock"

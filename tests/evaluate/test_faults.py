@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from kbx.verdict import Verdict
+from tests.conftest import JOBS2
 from tests.test_exploits import EXPLOITS, ROOT, Run, expectation, kbx_eval, task_file, watched
 
 REFERENCE = ROOT / "solutions" / "reference"
@@ -112,7 +113,14 @@ def get_run(name: str, tmp_path_factory: pytest.TempPathFactory) -> FaultRun:
         run = Run(folder / "run")
         with watched(run):
             code, log = kbx_eval(
-                source, run.out, "--device", "cpu", "--jobs", "2", "--timeout-s", str(timeout_s)
+                source,
+                run.out,
+                "--device",
+                "cpu",
+                "--config",
+                str(JOBS2),
+                "--timeout-s",
+                str(timeout_s),
             )
             run.returncodes.append(code)
             run.logs.append(log)
@@ -177,13 +185,13 @@ def test_rewriting_the_store_changes_no_earlier_verdict(tmp_path: Path):
     source.write_text(jsonl_line(ROOT / "tests" / "bad" / "mismatch" / "Activation" / "gelu.py"))
     run = Run(tmp_path / "run")
     with watched(run):
-        code, log = kbx_eval(source, run.out, "--device", "cpu", "--jobs", "2")
+        code, log = kbx_eval(source, run.out, "--device", "cpu", "--config", str(JOBS2))
         assert code == 0, log[-2000:]
         first = store_state(run.out)
         assert [v for v, _ in first.values()] == ["mismatch"], first
         with source.open("a") as f:  # the same source with one more line: resumed, not redone
             f.write(jsonl_line(EXPLOITS / "rewrite_store" / "Activation" / "gelu.py"))
-        code, log = kbx_eval(source, run.out, "--device", "cpu", "--jobs", "2")
+        code, log = kbx_eval(source, run.out, "--device", "cpu", "--config", str(JOBS2))
         run.returncodes.append(code)
         run.logs.append(log)
     after = store_state(run.out)

@@ -4,10 +4,15 @@ session and streams; exit codes as ``Popen`` gives them; and the sandbox can do 
 import json
 import os
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 
-from kbx.evaluate.sandbox import SandboxConfig, child_env, server_env
-from kbx.runtime import forkserver
+import pytest
+
+from kbx.evaluate.childenv import child_env, server_env
+from kbx.evaluate.sandbox import SandboxConfig
+from kbx.runtime import servers
+from kbx.runtime.servers import ForkServers
 
 SPY = """
 import json, os, sys, tempfile
@@ -41,9 +46,18 @@ def start(server, folder: Path, code: str, cfg: SandboxConfig):
     return proc, events
 
 
-def test_forked_children_get_their_own_folder_env_and_session(tmp_path):
+@pytest.fixture(scope="module")
+def pool() -> Iterator[ForkServers]:
+    """One set of fork servers for the module's tests that fork real children (a server's
+    imports take seconds); closed at the end, so that no server process is left."""
+    shared = ForkServers()
+    yield shared
+    shared.close()
+
+
+def test_forked_children_get_their_own_folder_env_and_session(tmp_path, pool):
     cfg = SandboxConfig(device="cpu", perf=False)
-    server = forkserver.server_for("cpu", server_env(cfg))
+    server = pool.server_for("cpu", server_env(cfg))
     assert server is not None
     proc, events = start(server, tmp_path / "spy", SPY, cfg)
     assert proc.wait(60) == 0 and proc.wait() == 0  # asked twice, as Popen allows
@@ -55,9 +69,10 @@ def test_forked_children_get_their_own_folder_env_and_session(tmp_path):
     assert set(seen["keys"]) <= set(child_env(tmp_path / "spy", cfg)) | {"TRITON_INTERPRET"}
 
 
-def test_a_signal_that_kills_a_forked_child_is_its_exit_code(tmp_path):
+def test_a_signal_that_kills_a_forked_child_is_its_exit_code(tmp_path, pool):
     cfg = SandboxConfig(device="cpu", perf=False)
-    server = forkserver.server_for("cpu", server_env(cfg))
+    server = pool.server_for("cpu", server_env(cfg))
+    assert server is not None
     proc, events = start(server, tmp_path / "killed", KILLER, cfg)
     assert proc.wait(60) == -signal.SIGKILL
     assert all(e.get("event") != "reject" for e in events)
@@ -69,12 +84,16 @@ def test_the_sandbox_also_runs_children_in_a_fresh_interpreter(tmp_path):
     from kbx.verdict import Reject, Verdict
 
     cfg = SandboxConfig(device="cpu", perf=False, fork=False)
+    pool = ForkServers()  # offered, and not used: ``fork`` is off
     try:
-        run_child(find("Activation/gelu"), KILLER, cfg)
+        run_child(find("Activation/gelu"), KILLER, cfg, pool)
     except Reject as r:
         assert r.verdict == Verdict.CRASHED and "SIGKILL" in r.detail
     else:
         raise AssertionError("a killed child must be rejected")
+    finally:
+        pool.close()
+    assert not pool.servers  # no server was started for it
 
 
 def test_a_forked_child_that_cannot_set_up_sends_the_candidate_to_a_fresh_interpreter(
@@ -92,16 +111,18 @@ def test_a_forked_child_that_cannot_set_up_sends_the_candidate_to_a_fresh_interp
         def spawn(self, job, cwd, env, fds):
             return subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
 
-    monkeypatch.setattr(forkserver, "_given_up", {})
-    monkeypatch.setattr(forkserver, "server_for", lambda device, env: BrokenServer())
+    pool = ForkServers()
+    monkeypatch.setattr(pool, "server_for", lambda device, env: BrokenServer())
     cfg = SandboxConfig(device="cpu", perf=False)
     try:
-        run_child(find("Activation/gelu"), KILLER, cfg)
+        run_child(find("Activation/gelu"), KILLER, cfg, pool)
     except Reject as r:
         assert r.verdict == Verdict.CRASHED and "SIGKILL" in r.detail  # the fresh child's
     else:
         raise AssertionError("a killed child must be rejected")
-    assert not forkserver.usable("cpu")
+    finally:
+        pool.close()
+    assert not pool.usable("cpu")
 
 
 def test_a_forked_child_whose_set_up_ran_out_of_gpu_memory_leaves_the_fork_server_on(
@@ -125,15 +146,17 @@ def test_a_forked_child_whose_set_up_ran_out_of_gpu_memory_leaves_the_fork_serve
             code = f"import sys; sys.stderr.write({oom!r}); raise SystemExit(70)"
             return subprocess.Popen([sys.executable, "-c", code], stderr=fds[2])
 
-    monkeypatch.setattr(forkserver, "_given_up", {})
-    monkeypatch.setattr(forkserver, "server_for", lambda device, env: FullServer())
+    pool = ForkServers()
+    monkeypatch.setattr(pool, "server_for", lambda device, env: FullServer())
     try:
-        run_child(find("Activation/gelu"), KILLER, SandboxConfig(device="cpu", perf=False))
+        run_child(find("Activation/gelu"), KILLER, SandboxConfig(device="cpu", perf=False), pool)
     except Reject as r:
         assert r.verdict == Verdict.HARNESS_ERROR and "out of memory" in r.detail
     else:
         raise AssertionError("a child that could not start must be rejected")
-    assert len(spawned) == 2 and forkserver.usable("cpu")
+    finally:
+        pool.close()
+    assert len(spawned) == 2 and pool.usable("cpu")
 
 
 def test_a_server_that_cannot_start_is_not_retried_for_every_child(monkeypatch):
@@ -143,37 +166,42 @@ def test_a_server_that_cannot_start_is_not_retried_for_every_child(monkeypatch):
         starts.append(device)
         raise RuntimeError("the fork server did not start")
 
-    monkeypatch.setattr(forkserver, "_given_up", {})
-    monkeypatch.setattr(forkserver, "_servers", {})
-    monkeypatch.setattr(forkserver, "ForkServer", broken)
-    assert forkserver.server_for("cpu", {}) is None
-    assert not forkserver.usable("cpu") and starts == ["cpu"]
+    monkeypatch.setattr(servers, "ForkServer", broken)
+    pool = ForkServers()
+    try:
+        assert pool.server_for("cpu", {}) is None
+    finally:
+        pool.close()
+    assert not pool.usable("cpu") and starts == ["cpu"]
 
 
-def test_a_server_started_by_another_process_is_adopted_not_started_again(tmp_path, monkeypatch):
+def test_a_server_started_by_another_process_is_adopted_not_started_again(tmp_path):
     cfg = SandboxConfig(device="cpu", perf=False)
     env = server_env(cfg)
-    sock, proc = forkserver.launch("cpu", env, 0, None)  # as the run's parent does for a worker
-    monkeypatch.setattr(forkserver, "_servers", {})
-    forkserver.adopt("cpu", sock, proc.pid, env)
-    server = forkserver.server_for("cpu", env)
-    assert server is not None and server.pid == proc.pid and server.proc is None
+    sock, proc = servers.launch("cpu", env, 0, None)  # as the run's parent does for a worker
+    pool = ForkServers()
     try:
+        pool.adopt("cpu", sock, proc.pid, env)
+        server = pool.server_for("cpu", env)
+        assert server is not None and server.pid == proc.pid and server.proc is None
         child, events = start(server, tmp_path / "spy", SPY, cfg)
         assert child.wait(60) == 0 and events[-1]["verdict"] == "runtime_error"
     finally:
-        server.close()
+        pool.close()  # the adopted server with the rest
     assert proc.wait(30) is not None  # the process that launched it reaps it
-    assert not forkserver._adopted  # taken once
+    assert not pool.adopted  # taken once
 
 
 def test_a_server_that_cannot_be_launched_for_a_worker_leaves_it_fresh_interpreters(monkeypatch):
-    from kbx.evaluate.sandbox import launch_server
+    from kbx.run.servers import launch_server
 
     def refused(*args):
         raise OSError("no more processes")
 
-    monkeypatch.setattr(forkserver, "_given_up", {})
-    monkeypatch.setattr(forkserver, "launch", refused)
-    assert launch_server(SandboxConfig(device="cpu", perf=False), [None], 1) is None
-    assert not forkserver.usable("cpu")
+    monkeypatch.setattr(servers, "launch", refused)
+    pool = ForkServers()
+    try:
+        assert launch_server(pool, SandboxConfig(device="cpu", perf=False), [None], 1) is None
+    finally:
+        pool.close()
+    assert not pool.usable("cpu")

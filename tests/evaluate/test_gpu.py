@@ -61,18 +61,17 @@ def test_work_on_a_side_stream_is_timed_at_its_true_cost(run_source, tmp_path):
 def test_large_outputs_are_copied_out_in_chunks_each_its_own_hold(tmp_path):
     import json
 
-    from kbx.evaluate import runner
+    from kbx.evaluate import calls
     from kbx.runtime import gpulock
 
     lock = str(tmp_path / "gpu0.lock")
-    big = torch.randn(3 * runner.COPY_CHUNK_BYTES // 4 + 5, device="cuda")  # 3 chunks and a bit
+    big = torch.randn(3 * calls.COPY_CHUNK_BYTES // 4 + 5, device="cuda")  # 3 chunks and a bit
     small = torch.arange(6, device="cuda").reshape(2, 3)
-    runner.GPU_LOCK = lock
     try:
         gpulock.LOG_MIN_S, saved = 0.0, gpulock.LOG_MIN_S  # log every hold
-        host = runner.copy_out((big, small, 3.0), "outputs out")
+        host = calls.copy_out((big, small, 3.0), "outputs out", lock)
     finally:
-        runner.GPU_LOCK, gpulock.LOG_MIN_S = None, saved
+        gpulock.LOG_MIN_S = saved
     assert torch.equal(host[0], big.cpu()) and torch.equal(host[1], small.cpu()) and host[2] == 3.0
     assert not host[0].is_cuda and not host[1].is_cuda
     holds = [json.loads(x) for x in Path(lock + ".log").read_text().splitlines()]

@@ -140,7 +140,7 @@ def test_the_first_locked_operation_imports_nothing():
 
     code = (
         "import sys, torch\n"
-        "from kbx.evaluate import gpuops\n"
+        "from kbx.runtime import gpuops\n"
         "n = len(sys.modules)\n"
         "with gpuops.LockedOps('', 'x', 'cuda'):\n"
         "    torch.ones(2).mul_(3)\n"
@@ -205,7 +205,7 @@ def test_every_reference_gives_the_same_outputs_op_by_op_under_the_lock(tmp_path
     """The parent runs each reference under the dispatch mode (``reference.compute``): it must
     not change or break any task's reference, nor its comparison (run here with every CPU
     operation taking the lock, the path GPU operations take on a GPU)."""
-    from kbx.evaluate import reference
+    from kbx.evaluate import check as reference
     from kbx.suite import load_suite
 
     lock = str(tmp_path / "gpu0.lock")

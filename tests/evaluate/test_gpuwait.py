@@ -32,7 +32,7 @@ class FakeDriver:
 
 
 def use(monkeypatch, drv):
-    monkeypatch.setattr(gpuwait, "_state", {"driver": drv, "loaded": True, "mode": None})
+    monkeypatch.setattr(gpuwait, "CONTEXTS", gpuwait.Contexts(lambda: drv))
 
 
 def test_asleep_sets_blocking_sync_on_every_device_and_keeps_other_flags(monkeypatch):
@@ -70,7 +70,7 @@ def test_a_process_that_never_went_asleep_is_left_as_it_is(monkeypatch, tmp_path
     use(monkeypatch, drv)
     with gpulock.exclusive(str(tmp_path / "gpu0.lock"), "timing"):
         pass
-    assert drv.sets == []
+    assert drv.sets == [] and not gpuwait.CONTEXTS.loaded
 
 
 def test_without_a_driver_nothing_happens(monkeypatch, tmp_path):

@@ -1,6 +1,16 @@
-"""Baselines: measured once, cached across runs (failed torch.compile as None); roofline."""
+"""Baselines: measured once, cached across runs (failed torch.compile as None), owned by one
+``Baselines`` object; the timing stage: malformed reports, reused results, the roofline."""
 
-from kbx.evaluate.perf import BaselineCache
+import threading
+
+import pytest
+
+from kbx.evaluate import baselines as bl
+from kbx.evaluate import timing
+from kbx.evaluate.baselines import BaselineCache, Baselines
+from kbx.hardware import Peaks
+from kbx.suite import find
+from kbx.verdict import Reject, Verdict
 
 
 def test_baselines_persist_across_connections(tmp_path):
@@ -15,123 +25,205 @@ def test_baselines_persist_across_connections(tmp_path):
 
 
 def test_roofline_rejects_impossible_times_and_reports_throughput():
-    import pytest
-
-    from kbx.evaluate.perf import roofline
-    from kbx.hardware import Peaks
-    from kbx.suite import find
-    from kbx.verdict import Reject, Verdict
-
     gelu = find("Activation/gelu")
     peaks = Peaks(bandwidth_gbs=4000.0, tflops={"fp32": 50.0, "fp16": 800.0})
     moved = gelu.bytes_moved(gelu.bench[0])
     floor = moved / 4000e9 * 1e3
     with pytest.raises(Reject) as err:
-        roofline(gelu, 0, floor / 2, peaks)
+        timing.roofline(gelu, 0, floor / 2, peaks)
     assert err.value.verdict == Verdict.TOO_FAST
-    row = roofline(gelu, 0, floor * 2, peaks)
+    row = timing.roofline(gelu, 0, floor * 2, peaks)
     assert row["floor_ms"] == pytest.approx(floor)
     assert row["achieved_gbs"] == pytest.approx(2000.0)
 
 
+def fake_worker(calls: list, cpu_s: float = 0.0):
+    """An ``in_worker`` that measures eager as 1 + case and fails every torch.compile."""
+
+    def in_worker(task, wanted, lock, gpu):
+        calls.extend(wanted)
+        return {(i, k): (1.0 + i if k == "eager" else None) for i, k in wanted}, cpu_s
+
+    return in_worker
+
+
 def test_baselines_are_measured_once_then_come_from_the_cache(tmp_path, monkeypatch):
-    """Every baseline is measured by a baseline process, eager too; a later run (empty memory,
-    same cache file) measures nothing."""
-    from kbx.evaluate import perf
-    from kbx.suite import find
-
+    """Every baseline is measured by a baseline process, eager too; a later run (a new
+    ``Baselines``, same cache file) measures nothing."""
     task = find("Math/rsqrt")
-    calls = []
-    monkeypatch.setattr(perf, "baseline_key", lambda t, i, k: f"{t.id}|{i}|{k}")
-    monkeypatch.setattr(
-        perf,
-        "in_worker",
-        lambda t, wanted, lock, gpu: (
-            calls.extend(wanted) or {(i, k): (1.0 + i if k == "eager" else None) for i, k in wanted}
-        ),
-    )
-    monkeypatch.setattr(perf, "_memory", {})
-    cache = perf.BaselineCache(tmp_path / "b.sqlite")
+    calls: list = []
+    monkeypatch.setattr(bl, "baseline_key", lambda t, i, k: f"{t.id}|{i}|{k}")
+    monkeypatch.setattr(bl, "in_worker", fake_worker(calls, cpu_s=2.5))
+    first = Baselines(tmp_path / "b.sqlite")
     n = len(task.bench)
-    got = perf.baseline_ms(task, perf.KINDS, None, cache)
-    assert sorted(calls) == sorted((i, k) for i in range(n) for k in perf.KINDS)
+    got = first.ms(task, bl.KINDS, None)
+    assert sorted(calls) == sorted((i, k) for i in range(n) for k in bl.KINDS)
     assert got[(0, "eager")] == 1.0 and got[(0, "compile")] is None
-    monkeypatch.setattr(perf, "_memory", {})
+    assert first.worker_cpu_s == 2.5  # what its workers reported
     calls.clear()
-    again = perf.baseline_ms(task, perf.KINDS, None, perf.BaselineCache(tmp_path / "b.sqlite"))
-    assert calls == [] and again == got
+    assert first.ms(task, ("eager",), None) == {(i, "eager"): 1.0 + i for i in range(n)}
+    assert calls == []  # from memory
+    again = Baselines(tmp_path / "b.sqlite").ms(task, bl.KINDS, None)
+    assert calls == [] and again == got  # from the cache
+    Baselines(None).ms(task, ("eager",), None)
+    assert len(calls) == n  # no cache file: measured again
 
 
-def test_a_malformed_timing_report_is_forbidden_not_a_harness_error(monkeypatch):
-    """Timings come from the candidate's process: garbage there is the candidate's doing."""
-    import pytest
-
-    from kbx.evaluate import perf
-    from kbx.suite import find
-    from kbx.verdict import Reject, Verdict
-
+def test_the_cache_keys_are_those_earlier_runs_wrote(monkeypatch):
+    """Baselines cached by earlier runs are found: the key's form does not change."""
+    machine = {"gpu": "H200", "driver": "570", "torch": "2.9", "triton": "3.5", "python": "3.11"}
+    monkeypatch.setattr(bl, "fingerprint", lambda device: machine)
     task = find("Math/rsqrt")
-    monkeypatch.setattr(perf, "baseline_ms", lambda *a, **k: {(i, "eager"): 1.0 for i in range(9)})
+    assert bl.baseline_key(task, 1, "compile") == (
+        '{"case": 1, "driver": "570", "gpu": "H200", "kind": "compile", "task": "Math/rsqrt", '
+        f'"torch": "2.9", "triton": "3.5", "version": {task.version}}}'
+    )
+
+
+class Fixed:
+    """A stand-in ``Baselines``: every eager baseline takes ``ms``."""
+
+    def __init__(self, ms: float) -> None:
+        self.value = ms
+
+    def ms(self, task, kinds, lock_path, gpu=None):
+        return {(i, "eager"): self.value for i in range(len(task.bench))}
+
+
+def test_a_malformed_timing_report_is_forbidden_not_a_harness_error():
+    """Timings come from the candidate's process: garbage there is the candidate's doing."""
+    task = find("Math/rsqrt")
     good = [
         {"median_ms": 0.5, "reps": 10, "phases_ms": {"timing": 3.0}, "fresh_ms": 0.5}
         for _ in task.bench
     ]
-    cases, speedup, _ = perf.speedups(task, good, None, with_compile=False)
+    cases, speedup, vs_compile = timing.speedups(task, good, Fixed(1.0), None, ("eager",))
     assert speedup == pytest.approx(2.0) and cases[0].phases_ms == {"timing": 3.0}
+    assert vs_compile is None
     bad = [dict(t) for t in good]
     bad[0]["median_ms"] = "fast"
     with pytest.raises(Reject) as err:
-        perf.speedups(task, bad, None, with_compile=False)
+        timing.speedups(task, bad, Fixed(1.0), None, ("eager",))
     assert err.value.verdict == Verdict.FORBIDDEN
 
     unprobed = [dict(t) for t in good]
     del unprobed[1]["fresh_ms"]
     with pytest.raises(Reject) as err:
-        perf.speedups(task, unprobed, None, with_compile=False)
+        timing.speedups(task, unprobed, Fixed(1.0), None, ("eager",))
     assert err.value.verdict == Verdict.FORBIDDEN
+    with pytest.raises(Reject) as err:
+        timing.speedups(task, good[:-1], Fixed(1.0), None, ("eager",))
+    assert err.value.verdict == Verdict.CRASHED
 
 
-def test_timed_calls_far_faster_than_calls_on_new_contents_are_too_fast(monkeypatch):
+def test_speedups_are_geometric_means_over_the_cases(tmp_path, monkeypatch):
+    """vs eager over every case; vs torch.compile only when it compiled every case."""
+    task = find("Math/rsqrt")
+    n = len(task.bench)
+    assert n >= 2
+    monkeypatch.setattr(bl, "baseline_key", lambda t, i, k: f"{t.id}|{i}|{k}")
+
+    def in_worker(task_, wanted, lock, gpu):
+        return {(i, k): (4.0 if k == "eager" else 2.0) * (i + 1) for i, k in wanted}, 0.0
+
+    monkeypatch.setattr(bl, "in_worker", in_worker)
+    reports = [{"median_ms": float(i + 1), "reps": 10, "fresh_ms": float(i + 1)} for i in range(n)]
+    cases, vs_eager, vs_compile = timing.speedups(task, reports, Baselines(None), None)
+    assert [c.eager_ms for c in cases] == [4.0 * (i + 1) for i in range(n)]
+    assert vs_eager == pytest.approx(4.0) and vs_compile == pytest.approx(2.0)
+    monkeypatch.setattr(bl, "in_worker", fake_worker([]))  # torch.compile fails: no speedup
+    assert timing.speedups(task, reports, Baselines(None), None)[2] is None
+
+
+def test_timed_calls_far_faster_than_calls_on_new_contents_are_too_fast():
     """The reuse probe: an honest kernel takes about as long on new contents as on contents it
     has seen; a result cache keyed on contents does not.  Tiny calls are left to clock noise."""
-    import pytest
-
-    from kbx.evaluate import perf
-    from kbx.suite import find
-    from kbx.verdict import Reject, Verdict
-
     task = find("MatrixMultiply/matmul")
-    monkeypatch.setattr(perf, "baseline_ms", lambda *a, **k: {(i, "eager"): 3.0 for i in range(9)})
 
     def timings(median: float, fresh: float, seen: float | None = None) -> list[dict]:
         report = {"median_ms": median, "reps": 10, "fresh_ms": fresh, "seen_ms": seen}
         return [dict(report) for _ in task.bench]
 
-    cases, _, _ = perf.speedups(task, timings(1.0, 1.08, 1.0), None, with_compile=False)
+    def speedups(reports: list[dict]) -> list:
+        return timing.speedups(task, reports, Fixed(3.0), None, ("eager",))[0]
+
+    cases = speedups(timings(1.0, 1.08, 1.0))
     assert cases[0].fresh_ms == 1.08 and cases[0].seen_ms == 1.0
-    perf.speedups(task, timings(0.004, 0.012), None, with_compile=False)  # noise-sized calls
+    speedups(timings(0.004, 0.012))  # noise-sized calls
     # a stall during the probe slowed the seen calls beside the fresh ones: not reuse
-    perf.speedups(task, timings(0.24, 2.9, 2.8), None, with_compile=False)
+    speedups(timings(0.24, 2.9, 2.8))
     for seen in (None, 0.25):  # no seen calls reported, or fast ones: reuse
         with pytest.raises(Reject) as err:
-            perf.speedups(task, timings(0.24, 2.9, seen), None, with_compile=False)
+            speedups(timings(0.24, 2.9, seen))
         assert err.value.verdict == Verdict.TOO_FAST and "reused" in err.value.detail
 
 
 def test_baselines_are_fetched_in_the_background_and_failures_left_for_later(monkeypatch):
-    import threading
-
-    from kbx.evaluate import perf
-    from kbx.suite import find
+    """The prefetch threads start at the first prefetch, not at import, and end with close."""
+    from contextlib import nullcontext
 
     task = find("Math/rsqrt")
     calls = []
 
-    def fake(task_, kinds, lock_path, cache, gpu):
+    def fake(self, task_, kinds, lock_path, gpu=None):
         calls.append((task_.id, kinds, lock_path, gpu, threading.current_thread().name))
         raise RuntimeError("eager failed")  # raised again by speedups' own call, not here
 
-    monkeypatch.setattr(perf, "baseline_ms", fake)
-    perf.prefetch(task, ("eager",), "/tmp/gpu0.lock", None).result(timeout=10)
+    monkeypatch.setattr(Baselines, "ms", fake)
+    monkeypatch.setattr(bl, "on_device", lambda gpu: nullcontext())  # no GPU here
+    base = Baselines(None)
+    assert base.pool is None
+    base.prefetch(task, ("eager",), "/tmp/gpu0.lock").result(timeout=10)
     assert calls[0][:4] == ("Math/rsqrt", ("eager",), "/tmp/gpu0.lock", None)
     assert calls[0][4].startswith("kbx-baselines")
+    pool = base.pool
+    base.close()
+    assert base.pool is None and pool is not None
+    with pytest.raises(RuntimeError):  # shut down
+        pool.submit(print)
+
+
+def test_the_timing_stage_prefetches_only_timed_runs_and_shares_one_object(tmp_path):
+    from kbx.config import EvalConfig
+
+    path = tmp_path / "b.sqlite"
+    assert bl.open_baselines(path) is bl.open_baselines(path)
+    assert timing.prefetch(find("Math/rsqrt"), EvalConfig(device="cpu"), None) is None
+
+
+def test_the_peaks_are_measured_once(monkeypatch, tmp_path):
+    measured = []
+    peaks = Peaks(bandwidth_gbs=4000.0, tflops={"fp32": 50.0})
+    monkeypatch.setattr(bl, "load_peaks", lambda folder: measured.append(folder) or peaks)
+    base = Baselines(tmp_path / "b.sqlite")
+    assert base.peaks(None) is peaks and base.peaks(None) is peaks
+    assert measured == [tmp_path]  # kept next to the cache
+
+
+def test_durations_without_a_cache_are_none():
+    base = Baselines(None)
+    base.put_duration("Math/add", 3.0)
+    assert base.durations() == {}
+
+
+def test_the_stage_fills_the_result_with_cases_speedups_and_lock_wait(monkeypatch, tmp_path):
+    from kbx.candidate import Candidate
+    from kbx.config import EvalConfig
+    from kbx.result import Result
+
+    task = find("Math/rsqrt")
+    monkeypatch.setattr(
+        Baselines,
+        "ms",
+        lambda self, t, kinds, lock, gpu=None: {
+            (i, k): 2.0 for i in range(len(t.bench)) for k in kinds
+        },
+    )
+    monkeypatch.setattr(Baselines, "peaks", lambda self, lock: Peaks(1e9, {"fp32": 1e9}))
+    cfg = EvalConfig(device="cuda", baseline_cache=tmp_path / "b.sqlite")
+    result = Result.of(Candidate("s", task.id, "x"), "cuda", Verdict.PASSED, "all match", "done")
+    reports = [{"median_ms": 1.0, "reps": 10, "fresh_ms": 1.0} for _ in task.bench]
+    timing.against_baselines(task, reports, None, cfg, result)
+    assert (result.speedup, result.speedup_compile) == (2.0, 2.0)
+    assert result.detail == "all match; 2x vs eager" and result.stage_s["baselines_wait"] == 0.0
+    assert len(result.cases) == len(task.bench) and result.cases[0].floor_ms is not None

@@ -5,22 +5,30 @@ import shutil
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+from kbx.config import EvalConfig
 from kbx.evaluate import confine
-from kbx.evaluate.pipeline import EvalConfig
+from kbx.evaluate.childenv import settings
 from kbx.suite import load_suite
+from tests import conftest
 from tests.conftest import BAD, REFERENCE
+from tests.progress import progress
 
 BAD_FOLDERS = sorted(p.name for p in BAD.iterdir() if p.is_dir())
 
 
-def test_reference_solutions_all_pass_on_cpu_beside_two_busy_loops(run_source):
+def test_reference_solutions_all_pass_on_cpu_beside_two_busy_loops(run_source, monkeypatch, capsys):
     """Limits are CPU seconds of the child: two busy loops competing for the machine's cores
     turn no correct candidate into a timeout.  Every result says its sandbox level and which
     cases were checked, benchmark sizes where the interpreter affords them."""
+    # minutes of `make test`: a progress line on the terminal every 30 s (tests/progress.py)
+    step = progress(capsys, "reference solutions", len(load_suite()))
+    on_result = lambda r: step(f"{r.task_id}: {r.verdict}")
+    monkeypatch.setattr(conftest, "run_eval", partial(conftest.run_eval, on_result=on_result))
     loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
     try:
         records = run_source(REFERENCE)
@@ -100,7 +108,8 @@ def test_jsonl_and_folder_give_the_same_verdicts(run_source, tmp_path):
 def test_the_child_gets_absolute_paths_for_a_relative_run_folder(tmp_path, monkeypatch):
     # the child runs in its own folder: a relative lock path there names another lock
     monkeypatch.chdir(tmp_path)
-    sandbox = EvalConfig(device="cuda", run_dir=Path("runs/x"), triton_cache=Path("tc")).sandbox()
+    cfg = EvalConfig(device="cuda", run_dir=Path("runs/x")).tuned(triton_cache=Path("tc"))
+    sandbox = settings(cfg)
     assert sandbox.lock_path == tmp_path / "runs/x/gpu0.lock"
     assert sandbox.cache_dir == tmp_path / "tc"
 
@@ -109,7 +118,8 @@ def test_a_result_times_the_steps_before_its_child_starts(monkeypatch):
     """``start``: the job's steps before its child (the prefetches); the first jobs of a
     two-H200 run spent seconds there that no stage counted (2026-12-01)."""
     from kbx.candidate import Candidate
-    from kbx.evaluate import pipeline, reference
+    from kbx.evaluate import check as reference
+    from kbx.evaluate import pipeline
 
     def slow_prefetch(*args, **kwargs):
         time.sleep(0.3)

@@ -6,7 +6,7 @@ import threading
 import pytest
 import torch
 
-from kbx.evaluate import reference
+from kbx.evaluate import check as reference
 from kbx.suite import find
 from kbx.verdict import Reject, Verdict
 from tests.conftest import keyed
@@ -37,8 +37,7 @@ def test_what_the_judge_needs_is_computed_once_and_leftovers_are_dropped(monkeyp
 
     monkeypatch.setattr(reference, "compute", compute)
     monkeypatch.setattr(reference, "_cache", {})  # nothing computed by earlier tests
-    monkeypatch.setenv("KBX_AHEAD_BYTES", str(1 << 40))
-    reference.prefetch(task, "cpu", None, None, timed=True)
+    reference.prefetch(task, "cpu", None, None, timed=True, budget=1 << 40)  # ahead_bytes
     ahead = {k[2:] for k in reference._ahead if k[0] == task.id}
     want = {(k, i) for k in ("cases", "refill") for i in range(len(task.cases))}
     assert ahead == want | {("timed_refill", i) for i in range(len(task.bench))}
@@ -60,8 +59,7 @@ def test_benchmark_cases_are_computed_ahead_only_within_the_byte_budget(monkeypa
 
     monkeypatch.setattr(reference, "compute", compute)
     monkeypatch.setattr(reference, "_cache", {})
-    monkeypatch.setenv("KBX_AHEAD_BYTES", str(sizes[0]))  # room for the first case only
-    reference.prefetch(task, "cpu", None, None, timed=True)
+    reference.prefetch(task, "cpu", None, None, timed=True, budget=sizes[0])  # the first only
     timed = {k[3] for k in reference._ahead if k[0] == task.id and k[2] == "timed_refill"}
     assert timed == {0}
     assert sum(reference._ahead_bytes.values()) == sizes[0]

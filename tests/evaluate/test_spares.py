@@ -10,8 +10,10 @@ import time
 
 import pytest
 
-from kbx.evaluate.sandbox import SandboxConfig, server_env
+from kbx.evaluate.childenv import server_env, visible_devices
+from kbx.evaluate.sandbox import SandboxConfig
 from kbx.runtime import forkserver
+from kbx.runtime.servers import ForkServers
 from kbx.runtime.spares import READY, Spares
 
 from .test_forkserver import start
@@ -131,16 +133,14 @@ def test_a_spare_that_died_idle_is_forgotten_and_takes_no_job():
 
 
 @pytest.mark.parametrize("count,first", [(1, 0), (0, 0), (1, 2)])
-def test_the_servers_children_hold_no_socket_and_jobs_go_to_spares(
-    tmp_path, monkeypatch, count, first
-):
-    monkeypatch.setenv("KBX_SPARES", str(count))
+def test_the_servers_children_hold_no_socket_and_jobs_go_to_spares(tmp_path, count, first):
     cfg = SandboxConfig(device="cpu", perf=False)
     first_spares = {forkserver_visible(cfg): first} if first else None
-    server = forkserver.ForkServer(
-        "cpu", server_env(cfg), forkserver.spare_count("cpu"), first_spares
-    )
+    pool = ForkServers(spares=count)  # as ``Tuning.spares`` sets it
     try:
+        assert pool.spare_count("cpu") == count
+        server = pool.server_for("cpu", server_env(cfg), first_spares)
+        assert server is not None
         seen = []
         for n in range(2):
             time.sleep(2.0)  # a spare forked after the last job is 2 s old when this one comes
@@ -148,7 +148,7 @@ def test_the_servers_children_hold_no_socket_and_jobs_go_to_spares(
             assert proc.wait(60) == 0 and events[-1]["verdict"] == "runtime_error"
             seen.append(json.loads((tmp_path / f"job{n}" / "out.txt").read_text().split("\n")[0]))
     finally:
-        server.close()
+        pool.close()
     assert all(s["sockets"] == [] for s in seen)  # neither the server's nor a spare's
     # the first job of a set of devices is forked for it, unless the server forked spares for
     # that set at its start; later ones find a spare waiting
@@ -158,18 +158,20 @@ def test_the_servers_children_hold_no_socket_and_jobs_go_to_spares(
 
 def forkserver_visible(cfg: SandboxConfig) -> str:
     """The visible devices a job of ``cfg`` asks the server for (its spares' key)."""
-    from kbx.evaluate.sandbox import visible_devices
-
     return visible_devices(cfg, None)
 
 
-def test_a_server_whose_parent_goes_ends_quietly_with_its_spares(tmp_path, capfd, monkeypatch):
+def test_a_server_whose_parent_goes_ends_quietly_with_its_spares(tmp_path, capfd):
     """Idle spares end with the server; their exits must not wake a server that is finishing."""
-    monkeypatch.setenv("KBX_SPARES", "2")
     cfg = SandboxConfig(device="cpu", perf=False)
-    server = forkserver.ForkServer("cpu", server_env(cfg), forkserver.spare_count("cpu"))
-    proc, _ = start(server, tmp_path / "job", AGE_AND_SOCKETS, cfg)  # the spares come after it
-    assert proc.wait(60) == 0
-    server.sock.shutdown(socket.SHUT_RDWR)  # as when the parent exits
-    assert server.proc.wait(60) == 0
+    pool = ForkServers(spares=2)
+    try:
+        server = pool.server_for("cpu", server_env(cfg))
+        assert server is not None and server.proc is not None
+        proc, _ = start(server, tmp_path / "job", AGE_AND_SOCKETS, cfg)  # spares come after it
+        assert proc.wait(60) == 0
+        server.sock.shutdown(socket.SHUT_RDWR)  # as when the parent exits
+        assert server.proc.wait(60) == 0
+    finally:
+        pool.close()
     assert "Traceback" not in capfd.readouterr().err

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from kbx.evaluate.timing import (
+from kbx.evaluate.clock import (
     SLOW_CALL_MS,
     SLOW_MIN_REPS,
     VERY_SLOW_CALL_MS,
@@ -89,7 +89,8 @@ def test_calls_of_a_quarter_second_or_more_get_the_fewest_repetitions():
 def stand_in_clock(monkeypatch, passes):
     """``time_calls`` replaced by ``passes`` untimed calls rotating over 2 input sets, each
     prepared as the real timing prepares it; it reports 1 ms."""
-    from kbx.evaluate import benchtime, runner, timing
+    from kbx.evaluate import benchtime, tensors
+    from kbx.evaluate import clock as timing
 
     def cpu_time_calls(calls, prepare=None, budget_ms=0.0, warm_hold=None, turn=None):
         for i in range(passes):
@@ -109,7 +110,7 @@ def stand_in_clock(monkeypatch, passes):
         benchtime,
         "input_sets",
         lambda inputs: [
-            (runner.clone(inputs.args), runner.clone(dict(inputs.kwargs))) for _ in range(2)
+            (tensors.clone(inputs.args), tensors.clone(dict(inputs.kwargs))) for _ in range(2)
         ],
     )
 
@@ -121,7 +122,7 @@ def test_baseline_warm_up_and_timed_calls_take_their_own_holds(monkeypatch):
 
     import torch
 
-    from kbx.evaluate import timing
+    from kbx.evaluate import clock as timing
 
     held: list[str] = []
     seen: list[tuple[str, str]] = []
@@ -185,7 +186,8 @@ def test_time_bench_outputs_are_judged_against_the_contents_they_saw(monkeypatch
     import pytest
     import torch
 
-    from kbx.evaluate import benchtime, reference, runner
+    from kbx.evaluate import check as reference
+    from kbx.evaluate import runner
     from kbx.suite import find
     from kbx.task import Case
     from kbx.verdict import Reject, Verdict
@@ -200,13 +202,15 @@ def test_time_bench_outputs_are_judged_against_the_contents_they_saw(monkeypatch
             pass
 
     honest = lambda x, out=None: torch.rsqrt(x)  # noqa: E731
-    timings, timed, variants = benchtime.time_bench(task, plan, honest, Quiet(), None)
+    timings, timed, variants = runner.time_bench(task, plan, honest, Quiet())
     assert timings[0]["median_ms"] == 1.0 and timings[0]["reps"] == 5
+    assert "profiler_ms" not in timings[0] and timings[0]["fresh_ms"] == 1.0
+    assert list(timings[0]["phases_ms"]) == ["sets", "timing", "probe", "profile", "final"]
     reference.judge(task, keyed({"timed": timed}), "cpu", variants=dict(enumerate(variants)))
 
     cache = {}
     cached = lambda x, out=None: cache.setdefault(x.data_ptr(), torch.rsqrt(x))  # noqa: E731
-    _, timed, variants = benchtime.time_bench(task, plan, cached, Quiet(), None)
+    _, timed, variants = runner.time_bench(task, plan, cached, Quiet())
     with pytest.raises(Reject) as caught:
         reference.judge(task, keyed({"timed": timed}), "cpu", variants=dict(enumerate(variants)))
     assert caught.value.verdict == Verdict.MISMATCH
@@ -219,7 +223,8 @@ def test_the_probe_times_contents_never_seen_so_a_content_cache_shows(monkeypatc
     probe leaves the buffers of the final (re-checked) call alone."""
     import torch
 
-    from kbx.evaluate import benchtime, runner, timing
+    from kbx.evaluate import benchtime, tensors
+    from kbx.evaluate import clock as timing
     from kbx.suite import find
     from kbx.task import Inputs
 
@@ -238,7 +243,7 @@ def test_the_probe_times_contents_never_seen_so_a_content_cache_shows(monkeypatc
         benchtime,
         "input_sets",
         lambda inputs: [
-            (runner.clone(inputs.args), runner.clone(dict(inputs.kwargs))) for _ in range(2)
+            (tensors.clone(inputs.args), tensors.clone(dict(inputs.kwargs))) for _ in range(2)
         ],
     )
     task = find("Math/rsqrt")
@@ -252,7 +257,7 @@ def test_the_probe_times_contents_never_seen_so_a_content_cache_shows(monkeypatc
 
     t, out, variant = benchtime.time_case(task, case, a, honest, b, probe=True)
     # as fast on new contents as on seen ones: no seen calls beside the probe
-    assert t.median_ms == 1.0 and benchtime.PROBE == {"fresh_ms": 1.0, "seen_ms": None}
+    assert t.median_ms == 1.0 and (t.fresh_ms, t.seen_ms) == (1.0, None)
     assert torch.equal(out[0], torch.rsqrt((a, b)[variant].args[0]))
 
     cache: dict[float, torch.Tensor] = {}
@@ -265,7 +270,7 @@ def test_the_probe_times_contents_never_seen_so_a_content_cache_shows(monkeypatc
         return cache[key]
 
     t, out, variant = benchtime.time_case(task, case, a, by_contents, b, probe=True)
-    assert t.median_ms == 0.05 and benchtime.PROBE == {"fresh_ms": 1.0, "seen_ms": 0.05}
+    assert t.median_ms == 0.05 and (t.fresh_ms, t.seen_ms) == (1.0, 0.05)
     assert torch.equal(out[0], torch.rsqrt((a, b)[variant].args[0]))  # correct, only cached
 
 
@@ -276,7 +281,8 @@ def test_the_probe_runs_in_the_seen_calls_buffers_where_contents_alternate(monke
     profiler pass, and the final call still sees the contents it is judged against."""
     import torch
 
-    from kbx.evaluate import benchtime, runner, timing
+    from kbx.evaluate import benchtime, tensors
+    from kbx.evaluate import clock as timing
     from kbx.suite import find
     from kbx.task import Inputs
 
@@ -287,7 +293,7 @@ def test_the_probe_runs_in_the_seen_calls_buffers_where_contents_alternate(monke
     sets: list = []
 
     def input_sets(inputs):
-        sets[:] = [(runner.clone(inputs.args), runner.clone(dict(inputs.kwargs))) for _ in "ab"]
+        sets[:] = [(tensors.clone(inputs.args), tensors.clone(dict(inputs.kwargs))) for _ in "ab"]
         return list(sets)
 
     monkeypatch.setattr(benchtime, "input_sets", input_sets)
@@ -295,7 +301,6 @@ def test_the_probe_runs_in_the_seen_calls_buffers_where_contents_alternate(monke
     monkeypatch.setattr(
         benchtime, "profiler_ms", lambda calls, prepare: (order.append("profile"), 1.0)[1]
     )
-    monkeypatch.setitem(benchtime.PROFILE, "on", True)
     real_fresh = benchtime.fresh_ms
 
     def fresh_ms(*args, **kwargs):
@@ -315,7 +320,9 @@ def test_the_probe_runs_in_the_seen_calls_buffers_where_contents_alternate(monke
     for alt in (b, None):
         order.clear()
         probed.clear()
-        _, out, variant = benchtime.time_case(task, task.cases[0], a, honest, alt, probe=True)
+        _, out, variant = benchtime.time_case(
+            task, task.cases[0], a, honest, alt, probe=True, profile=True
+        )
         assert order == ["probe", "profile"]
         own = {t[0][0].data_ptr() for t in sets}
         if alt is not None:
@@ -332,19 +339,19 @@ def test_keyword_tensors_get_their_own_copies_so_the_probe_leaves_the_case_alone
     reference solutions fail their re-check)."""
     import torch
 
-    from kbx.evaluate import benchtime, runner
+    from kbx.evaluate import benchtime, tensors
     from kbx.suite import find
     from kbx.task import Inputs
 
     w = torch.rand(16) + 0.5
-    copied = runner.clone({"weight": w, "n": 3})
+    copied = tensors.clone({"weight": w, "n": 3})
     assert copied["weight"] is not w and torch.equal(copied["weight"], w) and copied["n"] == 3
 
     stand_in_clock(monkeypatch, passes=6)
     task = find("Math/rsqrt")
     a = Inputs((torch.rand(16) + 0.5, None), {"weight": torch.rand(16) + 0.5})
     b = Inputs((torch.rand(16) + 2.0, None), {"weight": torch.rand(16) + 2.0})
-    kept = runner.clone(a.kwargs["weight"])
+    kept = tensors.clone(a.kwargs["weight"])
     _, out, variant = benchtime.time_case(
         task, task.cases[0], a, lambda x, out, weight: x * weight, b, probe=True
     )
@@ -393,7 +400,8 @@ def test_a_probe_round_that_stalled_is_retried_on_new_contents(monkeypatch):
     new contents; a content cache is slow on every round and stays suspect."""
     import torch
 
-    from kbx.evaluate import benchtime, timing
+    from kbx.evaluate import benchtime
+    from kbx.evaluate import clock as timing
     from kbx.task import Inputs
 
     rounds: list[float] = []
@@ -432,7 +440,8 @@ def test_seen_calls_beside_the_probe_tell_a_stall_from_a_cache(monkeypatch):
     suspect.  An honest first round needs no seen calls."""
     import torch
 
-    from kbx.evaluate import benchtime, timing
+    from kbx.evaluate import benchtime
+    from kbx.evaluate import clock as timing
     from kbx.task import Inputs
 
     made: list[str] = []

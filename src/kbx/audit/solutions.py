@@ -19,7 +19,9 @@ from typing import Any
 from kbx.audit.hopper import spec_of
 from kbx.audit.torchops import TorchCalls
 from kbx.candidate import read_source
-from kbx.evaluate import launches, runner
+from kbx.evaluate import launches
+from kbx.evaluate.entry import CandidateFailure, import_entry
+from kbx.evaluate.tensors import fresh_arguments
 from kbx.suite import find
 
 
@@ -29,16 +31,16 @@ def audit_one(path: str, task_id: str, counter: launches.LaunchCounter) -> dict[
     if task is None:
         return dict(row, error="unknown task")
     try:
-        entry = runner.import_entry(task, Path(path).resolve())
+        entry = import_entry(task, Path(path).resolve())
         every = [task.make_inputs(case, "cpu") for case in task.cases]
         before = counter.launches
         with TorchCalls(lambda: counter.depth > 0) as calls:
             for inputs in every:
-                args, kwargs = runner.fresh_arguments(inputs)
+                args, kwargs = fresh_arguments(inputs)
                 entry(*args, **kwargs)
         row["launches"] = counter.launches - before
         row["forbidden"] = calls.forbidden()
-    except (Exception, runner.CandidateFailure) as exc:  # noqa: BLE001 - reported, not raised
+    except (Exception, CandidateFailure) as exc:  # noqa: BLE001 - reported, not raised
         row["error"] = f"{type(exc).__name__}: {exc}"[:300]
     return row
 

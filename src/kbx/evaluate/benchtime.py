@@ -1,6 +1,8 @@
-"""Child-side timing of benchmark cases: rotating input sets, alternating contents, the probe on
-new contents, the profiler cross-check.  The parent times its baselines with ``time_case`` too,
-so both sides measure alike."""
+"""Timing of one benchmark case: rotating input sets, alternating contents, the probe on new
+contents, the profiler cross-check.  The candidate's child times its benchmark cases with
+``time_case`` (``runner.time_bench``) and the parent its baselines, so both sides measure alike;
+this module imports nothing of the child's stages.  Everything a timing measured comes back in
+its ``CaseTiming``."""
 
 from __future__ import annotations
 
@@ -8,27 +10,29 @@ import math
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from kbx.evaluate import timing as clock
-from kbx.evaluate.runner import (
-    CANDIDATE_PATH,
-    CandidateFailure,
-    Plan,
-    Sender,
-    classify,
-    copy_out,
-    explain,
-    fresh_arguments,
-    leaves,
-    refill_case,
-    restore,
-)
-from kbx.runtime.gpulock import exclusive
+from kbx.evaluate import clock
+from kbx.evaluate.tensors import fresh_arguments, leaves, refill_case, restore
 from kbx.task import Case, Inputs, Task
+
+
+@dataclass(frozen=True)
+class CaseTiming(clock.Timing):
+    """A benchmark case's timing, with what ``time_case`` measured beside it: the fastest call
+    on contents never seen before (``fresh_ms``) and the fastest of the calls on seen contents
+    made between them (``seen_ms``, None where the probe needed none), which the parent compares
+    with the timed median; the profiler's mean kernel time per call (``profiler_ms``, with
+    ``profile``); the wall time of its parts (``phases_ms``: copies of the inputs, warm-up and
+    repetitions, probe, profiler pass, final call), to show where a GPU turn goes."""
+
+    fresh_ms: float | None = None
+    seen_ms: float | None = None
+    profiler_ms: float | None = None
+    phases_ms: dict[str, float] = field(default_factory=dict)
 
 
 def input_sets(inputs: Inputs) -> list[tuple[Any, dict[str, Any]]]:
@@ -40,57 +44,11 @@ def input_sets(inputs: Inputs) -> list[tuple[Any, dict[str, Any]]]:
     return [fresh_arguments(inputs) for _ in range(n)]
 
 
-def time_bench(
-    task: Task, plan: Plan, entry: Callable[..., Any], channel: Sender, lock: str | None
-) -> tuple[list[dict[str, Any]], list[list[Any]], list[int]]:
-    """Time every benchmark case; also return the output of each case's last timed call, which
-    the parent checks like any other output (a candidate that only computes when watched, or
-    that replays stale results, fails there)."""
-    timings, outs, variants = [], [], []
-    # one turn for all the cases: the GPU is this candidate's meanwhile
-    with exclusive(lock, "timing"):
-        for i, (case, inputs) in enumerate(plan.bench):
-            channel.send("timing", index=i)
-            try:
-                t, out, variant = time_case(
-                    task, case, inputs, entry, plan.bench_refills[i], probe=True
-                )
-            except BaseException as exc:  # noqa: BLE001
-                raise CandidateFailure(classify(exc), explain(exc, Path(CANDIDATE_PATH))) from None
-            outs.append(out)
-            variants.append(variant)
-            extra: dict[str, Any] = {"profiler_ms": PROFILE["ms"]} if PROFILE["on"] else {}
-            extra["phases_ms"] = dict(PHASES)
-            extra["fresh_ms"] = PROBE["fresh_ms"]
-            extra["seen_ms"] = PROBE["seen_ms"]
-            timings.append(
-                {
-                    "median_ms": t.median_ms,
-                    "ci_low_ms": t.ci_low_ms,
-                    "ci_high_ms": t.ci_high_ms,
-                    "min_ms": t.min_ms,
-                    "reps": t.reps,
-                    **extra,
-                }
-            )
-    # copied out after the timing, chunk by chunk: the copies need not hold up others
-    timed_outputs = [[copy_out(out, "timed outputs out")] for out in outs]
-    return timings, timed_outputs, variants
-
-
-PROFILE: dict[str, Any] = {"on": False, "ms": None}  # set by the child for --profile runs
-# The fastest call on contents never seen before (``fresh_ms``), and the fastest of the calls on
-# seen contents made between them (``seen_ms``), from the last time_case with ``probe``: the
-# parent compares the first with the timed median and with the second.
-PROBE: dict[str, float | None] = {"fresh_ms": None, "seen_ms": None}
 FRESH_CALLS = 2
 PROBE_ROUNDS = 3  # rounds of FRESH_CALLS on new contents while the probe still looks like reuse
 REUSE_RATIO = 0.5  # timed median under this fraction of the time on new contents: too_fast
 REUSE_MIN_MS = 0.015  # ... when calls on new contents take this long (shorter: clock noise)
 FRESH_STEP = 2.0**-10  # call k's floating-point inputs are the case's scaled by 1 - k * FRESH_STEP
-# Wall time of the last time_case's parts (copies of the inputs, warm-up and repetitions,
-# profiler pass, final call), reported with each timing to show where a GPU turn goes.
-PHASES: dict[str, float] = {}
 
 
 def prepare_profiler() -> None:
@@ -197,6 +155,73 @@ def suspect(timed_ms: float, fresh: float, seen: float | None) -> bool:
     return looks_reused(timed_ms, fresh) and (seen is None or looks_reused(seen, fresh))
 
 
+class Rotation:
+    """The calls of one benchmark case over its input sets at distinct addresses: each call's
+    buffers get the contents its turn gives (the case's and ``alt``'s alternate between
+    rotations, copied in untimed) and the torch seed those contents were drawn with."""
+
+    def __init__(
+        self, task: Task, case: Case, inputs: Inputs, entry: Callable[..., Any], alt: Inputs | None
+    ) -> None:
+        self.task, self.entry = task, entry
+        self.sets = input_sets(inputs)
+        self.contents = [inputs] + ([alt] if alt is not None else [])
+        self.seeds = [case.torch_seed, refill_case(case).torch_seed]
+        self.prepared = 0  # calls prepared so far
+        self.first: dict[int, int] = {}  # the contents each set held at its first call
+        self.out: Any = None  # the last call's output (only the last: the memory is reused)
+        self.calls = [self.call_of(j) for j in range(len(self.sets))]
+
+    def call_of(self, j: int) -> Callable[[], None]:
+        args, kwargs = self.sets[j]
+
+        def call() -> None:
+            self.out = self.entry(*args, **kwargs)
+
+        return call
+
+    def load(self, j: int, v: int) -> None:
+        """Set ``j`` gets contents ``v`` (where calls may have changed them) and its seed."""
+        if self.task.inplace or len(self.contents) > 1:  # every call starts from untouched ones
+            src, (args, kwargs) = self.contents[v], self.sets[j]
+            restore((args, list(kwargs.values())), (src.args, list(src.kwargs.values())))
+        self.first.setdefault(j, v)
+        torch.manual_seed(self.seeds[v])
+
+    def prepare(self, j: int) -> None:
+        """Before the next call, on set ``j``: the contents of its turn."""
+        self.load(j, (self.prepared // len(self.sets) + j) % len(self.contents))
+        self.prepared += 1
+
+    def probe(self, inputs: Inputs, timed_ms: float) -> tuple[float, float | None]:
+        """``fresh_ms`` beside the first timed call, on contents it has seen.  With two contents
+        ``load`` refills set 0 before each seen call, and the fresh calls go in set 0 too: a
+        spare set's new memory runs honest kernels slower than the set the seen calls used
+        (docs/design/throughput.md, The reuse probe).  A cache keyed on addresses hits there,
+        but fails the final call's re-check (contents alternate at every address); with one
+        content only, the spare set is what tells it apart."""
+
+        def seen() -> None:
+            self.calls[0]()
+            self.out = None
+
+        own = self.sets[0] if len(self.contents) > 1 else None
+        return fresh_ms(inputs, self.entry, self.seeds[0], timed_ms, (seen, self.seen_load), own)
+
+    def seen_load(self, k: int) -> None:
+        self.load(0, 0)
+
+    def final(self, variant: int) -> Any:
+        """One more call made like the timed ones, on set 0 with contents ``variant``."""
+        self.load(0, variant)
+        self.calls[0]()
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.synchronize()  # side streams included
+        if self.task.inplace:
+            return (self.out, tuple(self.sets[0][0][p] for p in self.task.inplace))
+        return self.out
+
+
 def time_case(
     task: Task,
     case: Case,
@@ -207,7 +232,8 @@ def time_case(
     final: bool = True,
     warm_hold: clock.Hold = nullcontext,
     turn: clock.Hold = nullcontext,
-) -> tuple[Any, Any, int]:
+    profile: bool = False,
+) -> tuple[CaseTiming, Any, int]:
     """Timing of one benchmark case over rotating input sets, then the output of one more call
     made like the timed ones, and which contents that call saw (0: the case's inputs, 1:
     ``alt``, the case redrawn from another seed).
@@ -218,73 +244,36 @@ def time_case(
 
     With ``probe``, more calls get contents never seen before (the case's, scaled;
     ``fresh_ms``), in the first set's buffers where contents alternate, else in one more set,
-    and ``PROBE["fresh_ms"]`` is the fastest: a result cached by contents is reused in the
-    timed calls, which repeat contents, but not there (perf.reused).  The profiler pass, if
-    on, comes after the probe.
+    and the timing's ``fresh_ms`` is the fastest: a result cached by contents is reused in the
+    timed calls, which repeat contents, but not there (``timing.reused``).  The profiler pass
+    (``profile``) comes after the probe: its session leaves nothing behind it.
     Without ``final`` (baselines) there is no final call and the output is None.
     ``warm_hold`` and ``turn``: the GPU-lock holds of the warm-up and of the timed calls
-    (``timing.time_calls``)."""
-
-    began = time.monotonic()
-    sets = input_sets(inputs)
-    contents = [inputs] + ([alt] if alt is not None else [])
-    seeds = [case.torch_seed, refill_case(case).torch_seed]
-    seen = {"calls": 0}
-    first: dict[int, int] = {}  # the contents each set held at its first call
-    last: dict[str, Any] = {}
-
-    def make(j: int) -> Callable[[], None]:
-        args, kwargs = sets[j]
-
-        def call() -> None:
-            last["out"] = entry(*args, **kwargs)
-
-        return call
-
-    def load(j: int, v: int) -> None:
-        if task.inplace or len(contents) > 1:  # every call starts from untouched contents
-            src = contents[v]
-            restore((sets[j][0], list(sets[j][1].values())), (src.args, list(src.kwargs.values())))
-        first.setdefault(j, v)
-        torch.manual_seed(seeds[v])
-
-    def prepare(j: int) -> None:
-        load(j, (seen["calls"] // len(sets) + j) % len(contents))
-        seen["calls"] += 1
-
-    calls = [make(j) for j in range(len(sets))]
-    marks = {"sets": time.monotonic()}
-    timing = clock.time_calls(calls, prepare, warm_hold=warm_hold, turn=turn)
+    (``clock.time_calls``)."""
+    marks = {"began": time.monotonic()}
+    rotation = Rotation(task, case, inputs, entry, alt)
+    marks["sets"] = time.monotonic()
+    timing = clock.time_calls(rotation.calls, rotation.prepare, warm_hold=warm_hold, turn=turn)
     marks["timing"] = time.monotonic()
-    PROBE["fresh_ms"] = PROBE["seen_ms"] = None
-    last.pop("out", None)  # the probe's outputs reuse its memory, as timed calls did
-    if probe:  # beside the fresh calls: the first timed call, on contents it has seen
-        seen_call = (lambda: (calls[0](), last.pop("out", None)), lambda k: load(0, 0))
-        # With two contents, load() refills set 0 before each seen call, and the fresh calls go
-        # in set 0 too: a spare set's new memory runs honest kernels slower than the set the
-        # seen calls used (docs/design/throughput.md, The reuse probe).  A cache keyed on
-        # addresses hits there, but fails the final call's re-check (contents alternate at
-        # every address); with one content only, the spare set is what tells it apart.
-        own = sets[0] if len(contents) > 1 else None
-        PROBE["fresh_ms"], PROBE["seen_ms"] = fresh_ms(
-            inputs, entry, seeds[0], timing.median_ms, seen_call, own
-        )
+    rotation.out = None  # the probe's outputs reuse its memory, as timed calls did
+    fresh, seen = rotation.probe(inputs, timing.median_ms) if probe else (None, None)
     marks["probe"] = time.monotonic()
-    if PROFILE["on"]:  # after the probe: the profiler's session leaves nothing behind it
-        PROFILE["ms"] = profiler_ms(calls, prepare)
+    profiled = profiler_ms(rotation.calls, rotation.prepare) if profile else None
     marks["profile"] = time.monotonic()
-    variant = (first.get(0, 0) + 1) % len(contents)
-    if final:  # (a baseline's output is not judged: no call for it)
-        load(0, variant)
-        calls[0]()
-        if torch.cuda.is_available() and torch.cuda.is_initialized():
-            torch.cuda.synchronize()  # side streams included
+    variant = (rotation.first.get(0, 0) + 1) % len(rotation.contents)
+    out = rotation.final(variant) if final else None  # (a baseline's output is not judged)
     marks["final"] = time.monotonic()
-    PHASES.clear()
-    for name, mark in marks.items():
-        PHASES[name] = round((mark - began) * 1000, 2)
-        began = mark
-    out = last["out"] if final else None
-    if task.inplace and final:
-        out = (out, tuple(sets[0][0][p] for p in task.inplace))
-    return timing, out, variant
+    measured = CaseTiming(
+        **vars(timing),
+        fresh_ms=fresh,
+        seen_ms=seen,
+        profiler_ms=profiled,
+        phases_ms=phases(marks),
+    )
+    return measured, out, variant
+
+
+def phases(marks: dict[str, float]) -> dict[str, float]:
+    """Milliseconds from each mark to the next, named by the later one."""
+    names, times = list(marks), list(marks.values())
+    return {names[i]: round((times[i] - times[i - 1]) * 1000, 2) for i in range(1, len(times))}

@@ -21,11 +21,10 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
-
-CANDIDATE_FILE = "candidate.py"
 
 
 class Channel:
@@ -59,24 +58,20 @@ def make_context(device: str) -> None:
         gpuwait.asleep()
 
 
-def main(job_path: str, msg_fd: int | None = None) -> int:
+def main(job_path: str, msg_fd: int | None = None, isolated: Sequence[str] | None = None) -> int:
     """Run the job; ``msg_fd`` is the progress pipe when it is not the job file's (a child
-    forked by ``forkserver.py`` receives it under another number)."""
+    forked by ``forkserver.py`` receives it under another number); ``isolated``: the namespace
+    layers ``confine.isolate`` gave this process (None: its caller did not keep them, and
+    ``isolate``, called again, returns them)."""
     began = time.monotonic()
-    job = json.loads(Path(job_path).read_text())
-    Path(job_path).unlink()  # the candidate need not learn the channel's number from it
-    from kbx.evaluate import confine
-
-    confine.restrict(job.get("confine"))  # before anything of the candidate's is read
-    fd = job["msg_fd"] if msg_fd is None else msg_fd
-    channel, unsigned = Channel(fd, job.pop("key", None)), Channel(fd)
+    job, channel, unsigned = open_job(job_path, msg_fd, isolated)
     if job["device"] == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"  # must precede the first import of triton
-    from kbx.evaluate import runner
+    from kbx.evaluate import entry, tensors
     from kbx.runtime import cores, gpulock
     from kbx.suite import find
 
-    runner.full_fp32()
+    tensors.full_fp32()
     task = find(job["task_id"])
     if task is None:
         channel.send("harness_error", detail=f"task {job['task_id']} not found in the child")
@@ -87,11 +82,27 @@ def main(job_path: str, msg_fd: int | None = None) -> int:
     channel.send("ready", parts=parts)
     try:
         timings = run_candidate(task, job, plan, counter, channel)
-    except runner.CandidateFailure as failure:
+    except entry.CandidateFailure as failure:
         channel.send("reject", verdict=failure.verdict, detail=failure.detail)
         return 0
     channel.send("done", timings=timings)
     return 0
+
+
+def open_job(
+    job_path: str, msg_fd: int | None, isolated: Sequence[str] | None
+) -> tuple[dict[str, Any], Channel, Channel]:
+    """The job (its file removed: the candidate need not learn the channel's number from it),
+    this process confined before anything of the candidate's is read, and the progress
+    channel: signed, and unsigned for the GPU lock's wait/go."""
+    job = json.loads(Path(job_path).read_text())
+    Path(job_path).unlink()
+    from kbx.evaluate import confine
+
+    layers = confine.isolate() if isolated is None else isolated
+    confine.restrict(job.get("confine"), layers)
+    fd = job["msg_fd"] if msg_fd is None else msg_fd
+    return job, Channel(fd, job.pop("key", None)), Channel(fd)
 
 
 def set_up(task: Any, job: dict[str, Any], began: float) -> tuple[dict[str, float], Any, Any]:
@@ -110,7 +121,6 @@ def set_up(task: Any, job: dict[str, Any], began: float) -> tuple[dict[str, floa
     parts = {"imports": lap()}
     make_context(job["device"])  # made already in a spare of the fork server
     parts["context"] = lap()
-    benchtime.PROFILE["on"] = bool(job.get("profile"))
     benchtime.prepare_profiler()  # its imports (a second or more) before the candidate's stages
     parts["profiler"] = lap()
     queued = gpulock.waited_s()
@@ -118,7 +128,7 @@ def set_up(task: Any, job: dict[str, Any], began: float) -> tuple[dict[str, floa
     def guard() -> AbstractContextManager[Any]:
         return gpuops.gpu_ops_locked(job.get("lock"), "inputs made")
 
-    plan = runner.Plan.build(task, job["device"], job["bench"], job["perf"], guard)
+    plan = runner.Plan.build(task, job["device"], job["bench"], job["perf"], guard, job.get("lock"))
     parts["inputs"] = round(lap() - (gpulock.waited_s() - queued), 3)  # less lock waits
     counter = launches.install_launch_counter(job["device"] == "cpu", job.get("lock"))
     parts["hooks"] = lap()
@@ -133,17 +143,48 @@ def run_candidate(
     cases; every output is written as it is made (``write_output``).  The guard goes in first,
     and everything kbx's evidence needs is bound here, before candidate code runs: patching
     ``OpRecorder`` or ``opcheck`` afterwards changes none of it."""
-    from kbx.evaluate import benchtime, guard, opcheck, runner
+    from kbx.evaluate import entry, guard, opcheck, runner
     from kbx.verdict import Verdict
+
+    start, stop, after = op_sessions(job, plan, counter, channel)
+
+    def sink(kind: str, index: int, runs: list[Any], variant: int | None = None) -> None:
+        write_output(channel, kind, index, runs, variant)
+
+    guard.install()
+    start()
+    try:
+        fn = entry.import_entry(task, Path(entry.CANDIDATE_PATH).resolve())
+        channel.send("imported")
+        counter.required = job["require_triton"]
+        runner.run_cases(task, plan, fn, counter, channel, sink, after)
+        stop()
+    except opcheck.Tampered as exc:
+        raise entry.CandidateFailure(Verdict.FORBIDDEN, str(exc)) from None
+    finally:
+        counter.mark = None
+    timings: list[dict[str, Any]] = []
+    if job["perf"]:
+        profile = bool(job.get("profile"))
+        timings, outs, variants = runner.time_bench(task, plan, fn, channel, profile)
+        for i, (runs, variant) in enumerate(zip(outs, variants, strict=True)):
+            sink("timed", i, runs, variant)
+    return timings
+
+
+def op_sessions(
+    job: dict[str, Any], plan: Any, counter: Any, channel: Channel
+) -> tuple[Callable[[], None], Callable[[], dict[str, int]], Callable[[str, int], None]]:
+    """The op recorder's sessions (``opcheck``), its harness range on the plan and its launch
+    range on the counter: ``start``, ``stop``, and ``after``, which ends a case's session,
+    reports its operations and starts the next one's."""
+    from kbx.evaluate import opcheck
 
     recorder = opcheck.OpRecorder(gpu=job["device"] == "cuda")
     recorder.kernels = counter.kernels
     start, stop = recorder.start, recorder.stop
     plan.harness = recorder.harness
     intact = recorder.watch_python_reads(lambda: counter.depth == 0)
-
-    def sink(kind: str, index: int, runs: list[Any], variant: int | None = None) -> None:
-        write_output(channel, kind, index, runs, variant)
 
     def after(kind: str, index: int) -> None:
         calls = stop()
@@ -153,24 +194,7 @@ def run_candidate(
         start()
 
     counter.mark = recorder.launch
-    guard.install()
-    start()
-    try:
-        entry = runner.import_entry(task, Path(CANDIDATE_FILE).resolve())
-        channel.send("imported")
-        counter.required = job["require_triton"]
-        runner.run_cases(task, plan, entry, counter, channel, job.get("lock"), sink, after)
-        stop()
-    except opcheck.Tampered as exc:
-        raise runner.CandidateFailure(Verdict.FORBIDDEN, str(exc)) from None
-    finally:
-        counter.mark = None
-    timings: list[dict[str, Any]] = []
-    if job["perf"]:
-        timings, outs, variants = benchtime.time_bench(task, plan, entry, channel, job.get("lock"))
-        for i, (runs, variant) in enumerate(zip(outs, variants, strict=True)):
-            sink("timed", i, runs, variant)
-    return timings
+    return start, stop, after
 
 
 def top_ops(calls: dict[str, int], limit: int = 200) -> dict[str, int]:
@@ -194,10 +218,10 @@ def write_output(
     channel.send("output", kind=kind, index=index, file=name, sha256=digest, **extra)
 
 
-def run_job(job_path: str, msg_fd: int | None = None) -> int:
+def run_job(job_path: str, msg_fd: int | None = None, isolated: Sequence[str] | None = None) -> int:
     """``main`` with kbx's own faults (before or after the candidate ran) as exit code 70."""
     try:
-        return main(job_path, msg_fd)
+        return main(job_path, msg_fd, isolated)
     except Exception:  # noqa: BLE001 - reported on stderr, turned into a verdict by the parent
         sys.stderr.write(traceback.format_exc())
         return 70
@@ -206,5 +230,5 @@ def run_job(job_path: str, msg_fd: int | None = None) -> int:
 if __name__ == "__main__":
     from kbx.evaluate import confine
 
-    confine.isolate()  # returns in the worker only; this process ends with the worker's status
-    sys.exit(run_job(sys.argv[1]))
+    layers = confine.isolate()  # returns in the worker only; this process ends as the worker
+    sys.exit(run_job(sys.argv[1], isolated=layers))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from kbx.evaluate.runner import refill_case, same_layout
+from kbx.evaluate.tensors import refill_case, same_layout
 from kbx.suite import find
 from kbx.task import Task
 

@@ -74,16 +74,16 @@ def counted(original: Any, counter: LaunchCounter, lock: str | None) -> Any:
 
 
 def track_streams() -> None:
-    """Register every CUDA stream created from here on with the clock (``timing.SIDE_STREAMS``),
+    """Register every CUDA stream created from here on with the clock (``clock.SIDE_STREAMS``),
     so that a timed call's end waits for the work the candidate put on them."""
-    from kbx.evaluate import timing
+    from kbx.evaluate import clock
 
     original = torch.cuda.Stream.__new__
 
     def new(cls: Any, *args: Any, **kwargs: Any) -> Any:
         stream = original(cls, *args, **kwargs)
-        if stream not in timing.SIDE_STREAMS:
-            timing.SIDE_STREAMS.append(stream)
+        if stream not in clock.SIDE_STREAMS:
+            clock.SIDE_STREAMS.append(stream)
         return stream
 
     torch.cuda.Stream.__new__ = staticmethod(new)  # type: ignore[method-assign, assignment]

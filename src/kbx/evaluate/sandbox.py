@@ -8,93 +8,29 @@ this candidate alone.  Only this module and the CLI read environment variables.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import hashlib
 import json
 import os
-import resource
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
-
-import kbx
-from kbx import trace
 from kbx.evaluate import channel, confine, expect, outputs
+from kbx.evaluate.childenv import SandboxConfig, child_env, file_cap, kernel_cache, server_env
 from kbx.evaluate.expect import Key
 from kbx.evaluate.follow import CutOff, Follower, next_message, tree_cpu_s
-from kbx.runtime import forkserver
+from kbx.runtime.forkserver import limit_resources
+from kbx.runtime.servers import ForkedProcess, ForkServers
 from kbx.task import Task
 from kbx.verdict import Reject, Verdict
 
-ENV_KEEP = (
-    "PATH",
-    "LANG",
-    "LC_ALL",
-    "LD_LIBRARY_PATH",
-    "CUDA_VISIBLE_DEVICES",
-    "CUDA_HOME",
-    "CUDA_PATH",
-    "NVIDIA_VISIBLE_DEVICES",
-    "NVIDIA_DRIVER_CAPABILITIES",
-    "TRITON_PTXAS_PATH",
-    "TRITON_LIBCUDA_PATH",
-)
-MAX_FILE_BYTES = 16 << 30
-# Hardware work queues of a child's CUDA context (CUDA_DEVICE_MAX_CONNECTIONS; the driver's default
-# is 8).  A host makes and tears down contexts one at a time for all its GPUs, about twice as fast
-# with one queue as with 8, and that rate bounds a run's children (``scripts/context_rate.py``;
-# docs/design/throughput.md, Fork server and spares).  With one queue the streams of a child still
-# run side by side, in the order their work was sent (docs/design/timing.md).  ``KBX_CONNECTIONS``
-# overrides it; 0 leaves the driver's default.
-CONNECTIONS = 1
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Per-stage limits of a child: CPU seconds of its process tree (a loaded machine does not
-    make them run out sooner), each with a wall-clock backstop ``wall_factor`` times larger
-    (a child that sleeps or blocks); kbx's own set-up and GPU-lock queueing in wall seconds."""
-
-    setup_s: float = 180.0  # kbx's own start-up in the child: torch, inputs (wall)
-    import_s: float = 60.0
-    case_s: float = 120.0  # one correctness case (first calls include compile and autotune)
-    timing_s: float = 120.0  # one benchmark case's timing
-    bench_cpu_s: float = 20.0  # one benchmark case on the CPU: past it, left unchecked
-    wall_factor: float = 4.0
-    lock_s: float = 1800.0  # queueing for the per-GPU lock (other candidates' timings, wall)
-
-
-@dataclass(frozen=True)
-class SandboxConfig:
-    device: str
-    perf: bool
-    require_triton: bool = True
-    limits: Limits = Limits()
-    cache_dir: Path | None = None  # Triton kernel cache shared by the run's children
-    lock_path: Path | None = None  # per-GPU timing lock
-    threads: int = 1
-    gpu: int | None = None  # index among the parent's visible GPUs; None: the default one
-    profile: bool = False  # also measure kernel time with the torch profiler (cross-check)
-    fork: bool = True  # start children from the fork server (forkserver.py), not a new Python
-    timing_core: int | None = None  # the core its timing turn runs on (``cores``)
-
-    @property
-    def lock(self) -> str | None:
-        """The GPU lock's path as the child, the parent and the baseline workers name it."""
-        return str(self.lock_path) if self.lock_path else None
+__all__ = ["ChildRun", "SandboxConfig", "run_child"]
 
 
 @dataclass
@@ -107,7 +43,9 @@ class ChildRun:
     triton_share: dict[str, float] = field(default_factory=dict)  # GPU time in Triton (cuda)
 
 
-def run_child(task: Task, code: str, cfg: SandboxConfig) -> ChildRun:
+def run_child(
+    task: Task, code: str, cfg: SandboxConfig, servers: ForkServers | None = None
+) -> ChildRun:
     """Run the candidate in a child; if a child from the fork server cannot even set up (kbx's
     fault, e.g. CUDA unusable after the fork on some machine), the fork server is given up for
     this device and the candidate runs again in a fresh interpreter.  A set-up that ran out of
@@ -116,14 +54,14 @@ def run_child(task: Task, code: str, cfg: SandboxConfig) -> ChildRun:
     rest of a run, and every later child would start a fresh interpreter."""
     for attempt in (1, 2):
         workdir = Path(tempfile.mkdtemp(prefix="kbx-", dir=scratch_root()))
-        child = Child(task, code, cfg, workdir)
+        child = Child(task, code, cfg, workdir, servers)
         try:
             return child.run()
         except Reject as r:
             if attempt == 2 or not child.forked or r.verdict != Verdict.HARNESS_ERROR:
                 raise
-            if not lacked_memory(r.detail):
-                forkserver.give_up(cfg.device, r.detail)
+            if servers is not None and not lacked_memory(r.detail):
+                servers.give_up(cfg.device, r.detail)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
     raise AssertionError("unreachable")
@@ -139,161 +77,22 @@ def scratch_root() -> str | None:
     return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
 
 
-def child_env(workdir: Path, cfg: SandboxConfig) -> dict[str, str]:
-    """The child's whole environment."""
-    env = {k: os.environ[k] for k in ENV_KEEP if k in os.environ}
-    env.update(
-        HOME=str(workdir),
-        TMPDIR=str(workdir),
-        USER="kbx-child",  # its uid has no passwd entry: getpass.getuser() reads these first
-        LOGNAME="kbx-child",
-        PYTHONDONTWRITEBYTECODE="1",
-        PYTHONPATH=KBX_PATH,
-        OMP_NUM_THREADS=str(cfg.threads),
-        MKL_NUM_THREADS=str(cfg.threads),
-        TRITON_CACHE_DIR=str(cfg.cache_dir or workdir / "triton-cache"),  # Child: its own
-        # autotuning results go to that cache too: a kernel seen before (another candidate's,
-        # or the same one in an earlier run sharing the cache) is not benchmarked again
-        TRITON_CACHE_AUTOTUNING="1",
-    )
-    if cfg.gpu is not None:  # the child sees only its GPU, as cuda:0
-        env["CUDA_VISIBLE_DEVICES"] = visible_gpu(cfg.gpu)
-    if queues := connections():  # in the fork server's environment too: its spares' contexts
-        env["CUDA_DEVICE_MAX_CONNECTIONS"] = str(queues)
-    return env
-
-
-def connections() -> int:
-    """A child context's hardware work queues (``CONNECTIONS``, ``KBX_CONNECTIONS``)."""
-    return int(os.environ.get("KBX_CONNECTIONS", CONNECTIONS))
-
-
-def server_env(cfg: SandboxConfig) -> dict[str, str]:
-    """The fork server's environment: the children's, less what each child sets for itself
-    (its folder, its GPU)."""
-    env = child_env(Path("."), dataclasses.replace(cfg, gpu=None))
-    if trace.on():  # the server's own marks; its children's environments leave it out
-        env[trace.VAR] = "1"
-    return env
-
-
-def start_server(
-    cfg: SandboxConfig, slots: Sequence[int | None] = (), launched: Launched | None = None
-) -> None:
-    """Start the fork server of ``cfg``'s device in the background, where children will be
-    forked: its imports (seconds) then overlap the rest of the run's set-up, and the first
-    children, which wait for it (``forkserver.server_for``), find it ready or nearly.  ``slots``:
-    the GPU of each job slot of this process; the server forks a spare for each at once, so
-    that the run's first children, which all start together, find their contexts made.
-    ``launched``: a server another process started for this one (``launch_server``)."""
-    if launched is not None:
-        forkserver.adopt(cfg.device, *launched)
-    if forks(cfg):
-        threading.Thread(
-            target=forkserver.server_for,
-            args=(cfg.device, server_env(cfg), first_spares(cfg, slots)),
-            daemon=True,
-        ).start()
-
-
-def forks(cfg: SandboxConfig) -> bool:
-    """Whether ``cfg``'s children come from a fork server: asked for, not given up, and with
-    something to fork for (not a CUDA configuration on a machine without a GPU)."""
-    if not (cfg.fork and forkserver.usable(cfg.device)):
-        return False
-    return not cfg.device.startswith("cuda") or torch.cuda.is_available()
-
-
-# a server started for another process: its socket, its pid and its environment
-Launched = tuple[socket.socket, int, dict[str, str]]
-
-
-def launch_server(
-    cfg: SandboxConfig, slots: Sequence[int | None], spares: int
-) -> tuple[Launched, subprocess.Popen[bytes]] | None:
-    """Start, without waiting for it, the fork server of a worker process (``kbx.run.workers``) with
-    ``spares`` idle spares and one for each of its ``slots``; the worker adopts it
-    (``start_server``) and the caller reaps the process.  Started here, the server and its
-    spares' contexts do not wait for the worker's own imports (seconds); None where there is
-    nothing to fork for."""
-    if not forks(cfg):
-        return None
-    env = server_env(cfg)
-    try:
-        sock, proc = forkserver.launch(cfg.device, env, spares, first_spares(cfg, slots))
-    except OSError as exc:  # as for a server that would not start: fresh interpreters
-        forkserver.give_up(cfg.device, f"{type(exc).__name__}: {exc}")
-        return None
-    return (sock, proc.pid, env), proc
-
-
-def first_spares(cfg: SandboxConfig, slots: Sequence[int | None]) -> dict[str, int]:
-    """The spares to fork at the server's start: one per job slot, by visible devices."""
-    return dict(Counter(visible_devices(cfg, gpu) for gpu in slots))
-
-
-def visible_devices(cfg: SandboxConfig, gpu: int | None) -> str:
-    """CUDA_VISIBLE_DEVICES of a child on ``gpu`` (empty: not set), as the fork server keys its
-    spares."""
-    return child_env(Path("."), dataclasses.replace(cfg, gpu=gpu)).get("CUDA_VISIBLE_DEVICES", "")
-
-
-KBX_PATH = str(Path(kbx.__file__).resolve().parent.parent)  # what a kbx subprocess imports from
-
-
-def visible_gpu(gpu: int) -> str:
-    """CUDA_VISIBLE_DEVICES for a process that must see only this parent's GPU ``gpu``."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
-    return visible[gpu] if gpu < len(visible) and visible[0] else str(gpu)
-
-
 # The child's setup, as it reports it: imports (after the fork), the CUDA context, the profiler's
 # first session (profiled runs), inputs (less GPU-lock waits) and kbx's launch hooks; what the
 # setup stage has beyond them is the fork.
 SETUP_PARTS = ("imports", "context", "profiler", "inputs", "hooks")
 
 
-def file_cap(task: Task, device: str) -> int:
-    """The largest file a child may write (RLIMIT_FSIZE): four times the largest output file the
-    parent reads (``outputs.case_bytes_cap`` of the largest case it runs, three runs for a
-    random task), so that an output somewhat too large is still read and named, while a
-    candidate cannot fill the folder's memory-backed disk with one file."""
-    cases = list(task.cases) + [task.bench[i] for i in expect.bench_plan(task, device)]
-    runs = 3 if task.random else 1
-    return 4 * max(outputs.case_bytes_cap(runs * int(task.bytes_moved(c))) for c in cases)
-
-
-def kernel_cache(cfg: SandboxConfig, workdir: Path, code: str) -> Path:
-    """The Triton kernel cache a child writes: the run's (or ``--triton-cache``'s), in a folder
-    of this candidate's code alone, so that no candidate can plant a kernel or an autotuning
-    choice that another one loads, while the same code evaluated again (a warm run) finds its
-    own; without a run folder, one in the child's own folder."""
-    folder = workdir / "triton-cache"
-    if cfg.cache_dir is not None:
-        folder = cfg.cache_dir / hashlib.sha256(code.encode()).hexdigest()[:24]
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def process_cpu_s(pid: int) -> float | None:
-    """CPU seconds of a live process so far, with those of its children it has waited for
-    (Triton's ``ptxas``): ``/proc/<pid>/stat``; None where there is no such file."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
-    utime, stime, cutime, cstime = (int(f) for f in fields[11:15])
-    return (utime + stime + cutime + cstime) / os.sysconf("SC_CLK_TCK")
-
-
-def limit_resources() -> None:  # runs in the child between fork and exec
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # an abort must not leave a core file
-    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
-
-
 class Child:
-    def __init__(self, task: Task, code: str, cfg: SandboxConfig, workdir: Path) -> None:
+    def __init__(
+        self,
+        task: Task,
+        code: str,
+        cfg: SandboxConfig,
+        workdir: Path,
+        servers: ForkServers | None = None,
+    ) -> None:
+        self.servers = servers
         self.made = time.monotonic()  # ``spawn`` counts from here: the folder's files too
         self.task, self.cfg, self.workdir = task, cfg, workdir
         (workdir / "candidate.py").write_text(code)
@@ -354,13 +153,14 @@ class Child:
 
     def start(
         self, msg_fd: int, out_fd: int, err_fd: int
-    ) -> subprocess.Popen[bytes] | forkserver.ForkedProcess:
+    ) -> subprocess.Popen[bytes] | ForkedProcess:
         """The child process: forked by the fork server when there is one, else a fresh
         interpreter."""
         env = child_env(self.workdir, self.cfg)
         env["TRITON_CACHE_DIR"] = str(self.cache)
-        if self.cfg.fork and forkserver.usable(self.cfg.device):
-            server = forkserver.server_for(self.cfg.device, server_env(self.cfg))
+        pool = self.servers
+        if pool is not None and self.cfg.fork and pool.usable(self.cfg.device):
+            server = pool.server_for(self.cfg.device, server_env(self.cfg))
             if server is not None:
                 try:
                     forked = server.spawn(

@@ -1,238 +1,162 @@
-"""GPU timing used for the candidate (in its child) and the baselines (in a trusted process).
+"""The timing stage: a correct candidate's benchmark timings against its task's baselines.
 
-Warm-up calls first (compile, autotune and first launches excluded); the L2 cache is flushed before
-each timed call; CUDA events bracket the call, the end after the GPU has finished the call's
-work on every stream (``cuda_clock`` says how, and how launch and sync overheads are kept out);
-calls rotate over several input sets at distinct addresses; repetitions go on until the 95%
-confidence interval of the median is within +-1% of it or the time budget is spent (calls of
-20 ms or more: 2 input sets, 5 repetitions at least; of 250 ms or more: 3).  See
-docs/design/timing.md."""
+The candidate's cases are timed in its child (``benchtime.time_bench``); what the child reports is
+untrusted, so it is validated here before it counts.  Each case gets its baselines' medians
+(``Baselines``), a roofline floor from this GPU's measured peaks (a time below it is
+``too_fast``, as is one that only repeated contents could explain), and the task a geometric
+mean of its cases' speedups, vs eager and vs torch.compile (docs/design/timing.md).
+"""
 
 from __future__ import annotations
 
-import math
-import statistics
-import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from concurrent.futures import Future
 from typing import Any
 
-from kbx.runtime import gpulock
+from kbx.config import EvalConfig
+from kbx.evaluate.baselines import KINDS, Baselines, Measured, open_baselines
+from kbx.evaluate.benchtime import suspect
+from kbx.hardware import Peaks
+from kbx.result import CaseTiming, Result, geometric_mean
+from kbx.runtime.gpulock import waited_s
+from kbx.suite import find
+from kbx.task import Task
+from kbx.verdict import Reject, Verdict
 
-L2_FLUSH_BYTES = 256 * 1024 * 1024  # several times the L2 of any current GPU (H200: 50 MiB)
-CASE_BUDGET_MS = 500.0  # wall time after which a case's repetitions stop, converged or not
-
-
-@dataclass(frozen=True)
-class Timing:
-    median_ms: float
-    ci_low_ms: float
-    ci_high_ms: float
-    min_ms: float
-    reps: int
+FLOOR_SLACK = 1.25  # a case faster than floor / FLOOR_SLACK is too_fast (see roofline)
 
 
-def median_ci(times: Sequence[float], z: float = 1.96) -> tuple[float, float]:
-    """Distribution-free confidence interval of the median from order statistics."""
-    xs = sorted(times)
-    n = len(xs)
-    half = z * math.sqrt(n) / 2
-    lo = max(0, math.floor(n / 2 - half))
-    hi = min(n - 1, math.ceil(n / 2 + half) - 1)
-    return xs[lo], xs[hi]
+def prefetch(task: Task, cfg: EvalConfig, lock_path: str | None) -> Future[None] | None:
+    """A timed task's baselines, looked up or measured in the background while its candidate
+    runs (``Baselines.prefetch``); nothing when the run times nothing."""
+    if not cfg.timed:
+        return None
+    return open_baselines(cfg.baseline_cache).prefetch(task, cfg.kinds, lock_path, cfg.gpu)
 
 
-Clock = Callable[[Callable[[], Any]], float]  # times one call, in ms
+def fetch_quietly(task_id: str, cfg: EvalConfig, lock_path: str | None, gpu: int | None) -> None:
+    """A task's baselines in the baselines-first stage, on ``gpu``; a failure is left to the
+    task's job, which measures them again and reports it (``Baselines.fetch_quietly``)."""
+    if (task := find(task_id)) is not None:
+        open_baselines(cfg.baseline_cache).fetch_quietly(task, cfg.kinds, lock_path, gpu)
 
 
-Prepare = Callable[[int], None]  # untimed, before call i of the rotation: restore inputs, reseed
+def against_baselines(
+    task: Task,
+    timings: list[dict[str, Any]],
+    lock_path: str | None,
+    cfg: EvalConfig,
+    result: Result,
+) -> None:
+    """The stage: ``result`` gets its cases' timings, its speedups, and the time this thread
+    queued for the GPU lock meanwhile (``baselines_wait``)."""
+    baselines = open_baselines(cfg.baseline_cache)
+    queued = waited_s()
+    limits = baselines.peaks(lock_path)
+    result.cases, result.speedup, result.speedup_compile = speedups(
+        task, timings, baselines, lock_path, cfg.kinds, limits, cfg.gpu
+    )
+    result.stage_s["baselines_wait"] = round(waited_s() - queued, 3)
+    result.detail += f"; {result.speedup:.3g}x vs eager"
 
 
-def measure(
-    calls: Sequence[Callable[[], Any]],
-    clock: Clock,
-    prepare: Prepare | None = None,
-    budget_ms: float = CASE_BUDGET_MS,
-    min_reps: int = 10,
-    max_reps: int = 2000,
-    rel_ci: float = 0.01,
-) -> Timing:
-    """Time ``calls`` in rotation until the median's CI is within +-rel_ci or the budget ends."""
-    times: list[float] = []
-    start = time.monotonic()
-    while len(times) < max_reps:
-        i = len(times) % len(calls)
-        if prepare is not None:
-            prepare(i)
-        times.append(clock(calls[i]))
-        if len(times) >= min_reps:
-            lo, hi = median_ci(times)
-            mid = statistics.median(times)
-            if (hi - lo) / 2 <= rel_ci * mid:
-                break
-            if (time.monotonic() - start) * 1000 > budget_ms:
-                break
-    lo, hi = median_ci(times)
-    return Timing(statistics.median(times), lo, hi, min(times), len(times))
+def speedups(
+    task: Task,
+    timings: list[dict[str, Any]],
+    baselines: Baselines,
+    lock_path: str | None,
+    kinds: tuple[str, ...] = KINDS,
+    limits: Peaks | None = None,
+    gpu: int | None = None,
+) -> tuple[list[CaseTiming], float, float | None]:
+    """Per-case timings against the baselines and geometric-mean speedups (vs eager, vs
+    torch.compile when it works on every case); every case must count.  No ``limits``: no
+    roofline."""
+    if len(timings) != len(task.bench):
+        raise Reject(Verdict.CRASHED, f"timed {len(timings)} of {len(task.bench)} benchmark cases")
+    base = baselines.ms(task, kinds, lock_path, gpu)
+    cases = [case_timing(task, i, t, base, limits) for i, t in enumerate(timings)]
+    vs_compile = None
+    if all(c.compile_ms for c in cases):
+        vs_compile = geometric_mean([c.compile_ms / c.kernel_ms for c in cases])  # type: ignore[operator]
+    return cases, geometric_mean([c.speedup for c in cases]), vs_compile
 
 
-# Warm-up wall time after every set's first call: short, since it is spent in an exclusive turn,
-# while a candidate has made its correctness and benchmark calls before its timing, and a
-# baseline warms up under the shared lock (docs/design/throughput.md, GPU lock and timing turns).
-WARM_MS = 10.0
-SLOW_CALL_MS = 20.0  # a call this long evicts the L2 by itself and is timed over 2 input sets
-SLOW_MIN_REPS = 5  # ... with this many repetitions at least (10 otherwise)
-VERY_SLOW_CALL_MS = 250.0  # a call this long gets VERY_SLOW_MIN_REPS: batched torch.linalg
-VERY_SLOW_MIN_REPS = 3  # eager baselines (seconds a call), which hold the GPU that long each
+def case_timing(
+    task: Task,
+    index: int,
+    t: dict[str, Any],
+    base: Measured,
+    limits: Peaks | None,
+) -> CaseTiming:
+    """One case's report from the child, checked (``forbidden``, ``crashed``, ``too_fast``),
+    beside its baselines (``base``)."""
+    if not well_formed(t):  # only candidate code in the child could have written this
+        raise Reject(Verdict.FORBIDDEN, f"bench {index}: malformed timing report {str(t)[:80]}")
+    kernel_ms = float(t.get("median_ms", 0.0))
+    if not kernel_ms > 0:
+        raise Reject(Verdict.CRASHED, f"bench {index}: no valid timing")
+    eager_ms, compile_ms = base[(index, "eager")], base.get((index, "compile"))
+    assert eager_ms is not None  # a failed eager baseline raises in its worker instead
+    seen = t.get("seen_ms")
+    seen_ms = float(seen) if isinstance(seen, int | float) else None
+    reused(task, index, kernel_ms, float(t["fresh_ms"]), seen_ms)
+    extra: dict[str, Any] = roofline(task, index, kernel_ms, limits) if limits else {}
+    extra["fresh_ms"], extra["seen_ms"] = float(t["fresh_ms"]), seen_ms
+    if t.get("profiler_ms") is not None:
+        extra["profiler_ms"] = float(t["profiler_ms"])
+    phases = t.get("phases_ms")  # the child's claim, kept for diagnosis only
+    if isinstance(phases, dict) and all(isinstance(v, int | float) for v in phases.values()):
+        extra["phases_ms"] = {str(k): float(v) for k, v in list(phases.items())[:8]}
+    label = task.bench[index].label()
+    reps = int(t.get("reps", 0))
+    return CaseTiming(index, label, kernel_ms, eager_ms, reps, compile_ms=compile_ms, **extra)
 
 
-@dataclass(frozen=True)
-class Warm:
-    sets: int  # input sets the timing rotates over
-    slow: bool  # a warm-up call took SLOW_CALL_MS or more
-    call_ms: float = 0.0  # how long that call took (wall time, with its sync)
-
-    @property
-    def min_reps(self) -> int:
-        if not self.slow:
-            return 10
-        return VERY_SLOW_MIN_REPS if self.call_ms >= VERY_SLOW_CALL_MS else SLOW_MIN_REPS
-
-
-def warm_up(
-    calls: Sequence[Callable[[], Any]],
-    prepare: Prepare | None = None,
-    min_ms: float = WARM_MS,
-    sync: Callable[[], None] | None = None,
-) -> Warm:
-    """Every input set once, then calls until ``min_ms`` of wall time is spent.
-
-    A call (after the first, which may still compile or autotune) that takes ``SLOW_CALL_MS``
-    or more ends the warm-up at the second set: such calls (batched ``torch.linalg`` eager
-    baselines take seconds) gain nothing from more sets or more warm-up, and each costs the
-    GPU's exclusive turn.  Under a shared GPU-lock hold (a baseline's), each call first makes
-    way for a timing that waits (``gpulock.make_way``)."""
-    if sync is None:
-        import torch
-
-        sync = torch.cuda.synchronize
-    start = time.monotonic()
-    for i, call in enumerate(calls):
-        gpulock.make_way(sync)
-        if prepare is not None:
-            prepare(i)
-        began = time.monotonic()
-        call()
-        sync()
-        took_ms = (time.monotonic() - began) * 1000
-        if i >= 1 and took_ms >= SLOW_CALL_MS:
-            return Warm(i + 1, True, took_ms)
-    while (time.monotonic() - start) * 1000 < min_ms:
-        gpulock.make_way(sync)
-        if prepare is not None:
-            prepare(0)
-        calls[0]()
-        sync()
-    return Warm(len(calls), False)
+def well_formed(t: Any) -> bool:
+    """A timing report of the shape the child writes: numbers (or nothing) where numbers go."""
+    return (
+        isinstance(t, dict)
+        and all(
+            t.get(k) is None or isinstance(t[k], int | float)
+            for k in ("median_ms", "reps", "profiler_ms")
+        )
+        and isinstance(t.get("fresh_ms"), int | float)
+    )
 
 
-SLEEP_CYCLES = 1_000_000  # ~0.5 ms of GPU clock: longer than the host takes to enqueue a call
-SYNC_SLACK = 0.10  # the device-wide end may trail the stream end by this much (or SYNC_SLACK_MS)
-SYNC_SLACK_MS = 0.02  # of host jitter before it is taken for work on an untracked stream
-
-# Streams the timed code may run work on besides the current one (the candidate's child
-# registers every stream it creates, see ``launches.track_streams``): the timed region's end
-# waits for each of them on the GPU, so their work counts without a host round trip.
-SIDE_STREAMS: list[Any] = []
-
-_clocks: dict[int, Clock] = {}  # per CUDA device of this process: built and calibrated once
-
-
-def cuda_clock() -> Clock:
-    """Times one call on the GPU: from an event before it to the end of its work on every
-    stream.
-
-    A spin kernel queued ahead of the start event keeps the GPU busy while the host enqueues the
-    start and the call, so the call's own launch overhead is hidden as it is in a real program.
-    The end is read two ways: an event on the current stream after it has waited for every
-    known side stream (exact: no host timing in it), and an event recorded after a device-wide
-    synchronization, less the host's calibrated wake-up time (catches work on streams kbx does
-    not know of, but carries host jitter).  The second counts only when it trails the first by
-    more than the slack: host noise then never inflates a timing, nor a miscalibrated wake-up
-    time shrink one below its kernels' real cost."""
-    import torch
-
-    device = torch.cuda.current_device()
-    if device not in _clocks:
-        _clocks[device] = new_cuda_clock()
-    return _clocks[device]
+def roofline(task: Task, index: int, kernel_ms: float, limits: Peaks) -> dict[str, float]:
+    """Achieved throughput of a case, and ``too_fast`` below the physical floor.  The floor comes
+    from a device copy, which some streaming kernels beat by a few percent
+    (docs/design/throughput.md, Baselines), hence FLOOR_SLACK; a cheat
+    that skips its work lands many times below the floor anyway."""
+    case = task.bench[index]
+    flops, moved = task.flops(case), task.bytes_moved(case)
+    floor = limits.floor_ms(moved, flops)
+    if kernel_ms < floor / FLOOR_SLACK:
+        raise Reject(
+            Verdict.TOO_FAST,
+            f"bench {index} ({case.label()}): {kernel_ms:.4g} ms is "
+            f"below this GPU's floor of {floor:.4g} ms for {moved:.3g} B and {flops:.3g} "
+            "FLOP: not a real speedup",
+        )
+    return {
+        "floor_ms": floor,
+        "achieved_gbs": moved / (kernel_ms * 1e-3) / 1e9,
+        "achieved_tflops": flops / (kernel_ms * 1e-3) / 1e12,
+    }
 
 
-def new_cuda_clock() -> Clock:
-    import torch
-
-    flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
-
-    def raw(call: Callable[[], Any]) -> tuple[float, float]:
-        begin, on_stream, after_sync = (torch.cuda.Event(enable_timing=True) for _ in range(3))
-        flush.zero_()  # evict the previous call's data from L2
-        torch.cuda._sleep(SLEEP_CYCLES)
-        begin.record()
-        call()
-        current = torch.cuda.current_stream()
-        for side in SIDE_STREAMS:
-            if side != current:
-                current.wait_stream(side)
-        on_stream.record()
-        torch.cuda.synchronize()  # the whole device: work on any stream
-        after_sync.record()
-        after_sync.synchronize()
-        return float(begin.elapsed_time(on_stream)), float(begin.elapsed_time(after_sync))
-
-    for _ in range(3):
-        raw(lambda: None)
-    gap = statistics.median(raw(lambda: None)[1] for _ in range(15))
-
-    def one(call: Callable[[], Any]) -> float:
-        exact, synced = raw(call)
-        synced -= gap
-        if synced > exact * (1 + SYNC_SLACK) + SYNC_SLACK_MS:
-            return synced  # work on a stream nobody told kbx about
-        return max(exact, 1e-6)
-
-    return one
-
-
-Hold = Callable[[], AbstractContextManager[Any]]  # a GPU-lock hold (gpulock.shared, .exclusive)
-
-
-def time_calls(
-    calls: Sequence[Callable[[], Any]],
-    prepare: Prepare | None = None,
-    budget_ms: float = CASE_BUDGET_MS,
-    warm_hold: Hold = nullcontext,
-    turn: Hold = nullcontext,
-) -> Timing:
-    """Median time on the current CUDA device of calls rotating over input sets: the warm-up
-    inside ``warm_hold()``, the timed calls inside ``turn()`` (a baseline warms up under the
-    shared lock and takes the exclusive one for its timed calls only; a candidate's child holds
-    the exclusive lock around all of its cases and passes neither)."""
-    with warm_hold():
-        warm = warm_up(calls, prepare)
-    with turn():
-        return measure(calls[: warm.sets], cuda_clock(), prepare, budget_ms, min_reps=warm.min_reps)
-
-
-def time_fixed(call: Callable[[], Any], prepare: Prepare, reps: int) -> float:
-    """Fastest of ``reps`` timed calls of a warm ``call``, each prepared (untimed) first."""
-    clock = cuda_clock()
-    best = math.inf
-    for i in range(reps):
-        prepare(i)
-        best = min(best, clock(call))
-    return best
-
-
-def time_call(fn: Callable[[], Any], budget_ms: float = CASE_BUDGET_MS) -> Timing:
-    return time_calls([fn], budget_ms=budget_ms)
+def reused(
+    task: Task, index: int, kernel_ms: float, fresh_ms: float, seen_ms: float | None = None
+) -> None:
+    """``too_fast`` when the timed calls, which repeat contents the candidate has seen, ran far
+    faster than calls on contents it had never seen (``benchtime.time_case``'s probe), and so
+    did the calls on seen contents made beside those (``seen_ms``, when reported: a stall that
+    slowed the probe slows them too): an honest kernel does the same work on both, a result
+    cache keyed on contents does not."""
+    if suspect(kernel_ms, fresh_ms, seen_ms):
+        raise Reject(
+            Verdict.TOO_FAST,
+            f"bench {index} ({task.bench[index].label()}): {kernel_ms:.4g} ms on inputs it had "
+            f"seen before, {fresh_ms:.4g} ms on new ones: results reused, not computed",
+        )

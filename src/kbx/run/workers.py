@@ -2,11 +2,11 @@
 (one GIL), fork server and reference cache, taking candidates from one queue in the run's order.
 
 In one process every job thread shares the parent's interpreter: its children's follow-up, the
-loading of their outputs, the reference runs and the judging, so the checks slow down as job threads
-are added (docs/design/throughput.md, Worker processes).  With ``procs`` > 1 the scheduler starts
-that many workers: job slot i (the slots take the GPUs in turn) goes to worker i % procs, so with
-``procs`` a multiple of the GPUs each worker serves one GPU.  The parent keeps what is run-wide: the
-reserved timing cores (a worker adopts them), the baselines-first stage, the store.
+loading of their outputs, the reference runs and the judging, so the checks slow down as job
+threads are added (docs/design/throughput.md, Worker processes).  With ``Tuning.procs`` > 1 the
+evaluator starts that many workers: job slot i (the slots take the GPUs in turn) goes to worker
+i % procs, so with ``procs`` a multiple of the GPUs each worker serves one GPU.  The parent keeps
+what is run-wide: the reserved timing cores (a worker adopts them), the baselines-first stage.
 
 A worker that dies takes its running candidates with it: each becomes a ``harness_error``; the
 others go on with the rest of the queue.  Workers that share a GPU hand their cached GPU memory
@@ -17,6 +17,7 @@ workers run a GPU out of memory (docs/design/throughput.md, Worker processes).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import multiprocessing as mp
 import os
 import queue
@@ -24,29 +25,23 @@ import subprocess
 import threading
 import traceback
 from collections.abc import Iterable, Iterator
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from kbx import trace
 from kbx.candidate import Candidate
-from kbx.evaluate import reference, sandbox
-from kbx.evaluate.pipeline import EvalConfig
+from kbx.config import EvalConfig
+from kbx.evaluate import childenv
 from kbx.result import Result
-from kbx.runtime import cores, forkserver
+from kbx.run import servers
+from kbx.run.scheduler import OnBaseline, Scheduler, slot_gpus
+from kbx.runtime import cores
+from kbx.runtime.servers import ForkServers
 from kbx.verdict import Verdict
-
-if TYPE_CHECKING:
-    from kbx.run.scheduler import Scheduler
 
 MIN_SPARES = 2  # idle spares per worker at least (``spares_each``)
 POLL_S = 1.0  # how often the parent looks for workers that died while it waits for results
-
-
-def slot_gpus(gpus: list[int | None], count: int) -> list[int | None]:
-    """The GPU of each of ``count`` job slots: ``gpus`` in turn."""
-    return [gpus[i % len(gpus)] for i in range(count)]
 
 
 def split_slots(gpus: list[int | None], jobs: int, procs: int) -> list[list[int | None]]:
@@ -58,77 +53,124 @@ def split_slots(gpus: list[int | None], jobs: int, procs: int) -> list[list[int 
 
 class Workers:
     """A run's worker processes, started ahead of its candidates: their imports, preloads and
-    fork servers (several seconds each) overlap the parent's own set-up and baselines stage,
-    and the candidates follow through ``results``."""
+    fork servers (seconds each) overlap the parent's own set-up and baselines stage.  Batches
+    follow through ``submit``, from any thread; ``close`` ends the workers."""
 
-    def __init__(self, sched: Scheduler) -> None:
-        self.sched = sched
-        parts = split_slots(sched.gpus, sched.jobs, sched.procs)
-        cfg = replace(sched.cfg, check_threads=max(1, sched.check_threads() // len(parts)))
-        self.device = cfg.device
-        reserved = {g: cores.for_gpu(g) for g in sched.gpus}
-        env = {  # a GPU's spares and reference look-ahead, shared by the workers on it
-            "KBX_SPARES": str(spares_each(cfg.device, sched.gpus, len(parts))),
-            "KBX_AHEAD_BYTES": str(ahead_each(sched.gpus, len(parts))),
-        }
+    def __init__(self, cfg: EvalConfig, jobs: int, gpus: list[int | None], procs: int) -> None:
+        self.parent = Scheduler(cfg, 1, gpus)  # run-wide: timing cores, the baselines stage
+        self.gpus, self.jobs = gpus, jobs
+        parts = split_slots(gpus, jobs, procs)
+        spares = spares_each(cfg, gpus, len(parts))
+        self.cfg = cfg.tuned(
+            check_threads=max(1, self.parent.check_threads() // len(parts)),
+            spares=spares,
+            ahead_bytes=cfg.tuning.ahead_bytes // per_gpu(gpus, len(parts)),
+        )
+        if cfg.device.startswith("cuda"):  # as ``Scheduler.start``: the CPU times nothing
+            cores.reserve(gpus)  # before any worker starts: they run on the other cores
+        reserved = {g: cores.for_gpu(g) for g in gpus}
         ctx = mp.get_context("spawn")  # the parent may have a CUDA context: no fork
         self.todo: Any = ctx.Queue()
         self.done: Any = ctx.Queue()
-        self.stopped = False
-        # each worker's fork server, started here first: its imports and its spares' contexts
-        # need not wait for the worker's own imports (``sandbox.launch_server``)
-        servers = [
-            sandbox.launch_server(cfg.sandbox(), worker_slots(part), int(env["KBX_SPARES"]))
-            for part in parts
-        ]
-        self.servers = [server[1] for server in servers if server is not None]
+        self.waiting: dict[int, tuple[queue.Queue[tuple[int, Result]], Candidate]] = {}
+        self.started: dict[int, int] = {}  # candidate number -> the pid of the worker running it
+        self.numbers = itertools.count()
+        self.lock = threading.Lock()
+        launched = [self.launch(part, spares) for part in parts]
+        self.servers = [server[1] for server in launched if server is not None]
+        adopt = [server[0] if server is not None else None for server in launched]
         self.procs = [
             ctx.Process(
                 target=serve,
-                args=(
-                    cfg,
-                    part,
-                    reserved,
-                    env,
-                    crowded(parts, part),
-                    self.todo,
-                    self.done,
-                    server[0] if server is not None else None,
-                ),
+                args=(self.cfg, part, reserved, crowded(parts, part), self.todo, self.done, ls),
                 name=f"kbx-worker-{w}",
             )
-            for w, (part, server) in enumerate(zip(parts, servers, strict=True))
+            for w, (part, ls) in enumerate(zip(parts, adopt, strict=True))
         ]
         for w in self.procs:
             w.start()
-        for server in servers:  # the worker has its copy: the server ends when the worker does
+        for server in launched:  # the worker has its copy: the server ends when the worker does
             if server is not None:
                 server[0][0].close()
+        self.reader = threading.Thread(target=self.route, daemon=True, name="kbx-results")
+        self.reader.start()
 
-    def results(self, candidates: Iterable[Candidate]) -> Iterator[tuple[Candidate, Result]]:
-        """The candidates' results as they finish; the workers end after the last."""
-        try:
-            todo_list = list(candidates)
-            for item in enumerate(todo_list):
-                self.todo.put(item)
-            trace.mark("parent: candidates queued")
-            self.send_stops()  # one per job thread, after every candidate
-            yield from collect(todo_list, self.device, self.procs, self.done)
-        finally:
-            self.stop()
+    def launch(
+        self, part: list[int | None], spares: int
+    ) -> tuple[servers.Launched, subprocess.Popen[bytes]] | None:
+        """A worker's fork server, started here first: its imports and its spares' contexts need
+        not wait for the worker's own imports."""
+        pool = ForkServers(spares)
+        return servers.launch_server(pool, childenv.settings(self.cfg), worker_slots(part), spares)
 
-    def send_stops(self) -> None:
-        if not self.stopped:
-            self.stopped = True
-            for _ in range(self.sched.jobs):
-                self.todo.put(None)
+    def submit(
+        self, candidates: Iterable[Candidate], on_baseline: OnBaseline | None = None
+    ) -> Iterator[tuple[Candidate, Result]]:
+        """The candidates' results as they finish (after the baselines stage, as in
+        ``Scheduler.submit``)."""
+        todo = list(candidates)
+        if self.cfg.timed and self.cfg.tuning.baselines_first:
+            self.parent.baselines([c.task_id for c in todo], on_baseline)
+        answers: queue.Queue[tuple[int, Result]] = queue.Queue()
+        numbered = {}
+        with self.lock:
+            for cand in todo:
+                number = next(self.numbers)
+                numbered[number] = cand
+                self.waiting[number] = (answers, cand)
+        for number, cand in numbered.items():
+            self.todo.put((number, cand))
+        trace.mark("parent: candidates queued")
+        while numbered:
+            try:
+                number, result = answers.get(timeout=POLL_S)
+            except queue.Empty:
+                self.lost()
+                continue
+            yield numbered.pop(number), result
 
-    def stop(self) -> None:
-        """Workers end once their job threads have read a stop (sent here if the run ended
-        before its candidates were queued), or are killed after 30 s."""
-        self.send_stops()
+    def route(self) -> None:
+        """Hand each result from the workers to the batch that waits for it."""
+        while True:
+            try:
+                kind, number, value = self.done.get()
+            except (EOFError, OSError, ValueError):
+                return
+            with self.lock:
+                if kind == "start":
+                    self.started[number] = value
+                elif number in self.waiting:
+                    self.started.pop(number, None)
+                    self.waiting.pop(number)[0].put((number, value))
+
+    def lost(self) -> None:
+        """Results for the candidates of workers that have died: those they had started, and,
+        once none is left alive, all the rest."""
+        dead = {w.pid: w.exitcode for w in self.procs if not w.is_alive()}
+        if not dead:
+            return
+        everyone = len(dead) == len(self.procs)
+        with self.lock:
+            for number in sorted(self.waiting):
+                pid = self.started.get(number)
+                if pid in dead:
+                    why = f"kbx's worker process ended during this candidate (exit {dead[pid]})"
+                elif everyone:
+                    why = "kbx's worker processes had all ended before this candidate"
+                else:
+                    continue
+                answers, cand = self.waiting.pop(number)
+                stage = "run" if pid in dead else "read"
+                result = Result.of(cand, self.cfg.device, Verdict.HARNESS_ERROR, why, stage)
+                answers.put((number, result))
+
+    def close(self, cancel: bool = False) -> None:
+        """Workers end once their job threads have read a stop, or are killed after 30 s (at
+        once with ``cancel``)."""
+        for _ in range(self.jobs):
+            self.todo.put(None)
         for w in self.procs:
-            w.join(timeout=30)
+            w.join(timeout=0 if cancel else 30)
             if w.is_alive():
                 w.kill()
                 w.join()
@@ -138,6 +180,7 @@ class Workers:
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait()
+        self.parent.close(cancel)
 
 
 def worker_slots(part: list[int | None]) -> list[int | None]:
@@ -150,18 +193,12 @@ def crowded(parts: list[list[int | None]], part: list[int | None]) -> bool:
     return sum(1 for other in parts if set(other) & set(part)) > 1
 
 
-def spares_each(device: str, gpus: list[int | None], workers: int) -> int:
-    """A worker's idle spares (``KBX_SPARES``): the one-process count shared by the workers of
-    a GPU, at least ``MIN_SPARES`` each where there are spares at all: with fewer, most children
-    make their own CUDA context (docs/design/throughput.md, Fork server and spares)."""
-    total = forkserver.spare_count(device)
+def spares_each(cfg: EvalConfig, gpus: list[int | None], workers: int) -> int:
+    """A worker's idle spares: the one-process count shared by the workers of a GPU, at least
+    ``MIN_SPARES`` each where there are spares at all (with fewer, most children make their own
+    CUDA context; docs/design/throughput.md, Fork server and spares)."""
+    total = ForkServers(cfg.tuning.spares).spare_count(cfg.device)
     return max(MIN_SPARES, -(-total // per_gpu(gpus, workers))) if total else 0
-
-
-def ahead_each(gpus: list[int | None], workers: int) -> int:
-    """A worker's part of its GPU's bytes of reference outputs computed ahead
-    (``reference.AHEAD_GPU_BYTES``, KBX_AHEAD_BYTES)."""
-    return reference.ahead_budget() // per_gpu(gpus, workers)
 
 
 def per_gpu(gpus: list[int | None], workers: int) -> int:
@@ -169,82 +206,27 @@ def per_gpu(gpus: list[int | None], workers: int) -> int:
     return max(1, workers // max(1, len(gpus)))
 
 
-def collect(
-    todo_list: list[Candidate], device: str, workers: list[Any], done: Any
-) -> Iterator[tuple[Candidate, Result]]:
-    left = set(range(len(todo_list)))
-    started: dict[int, int] = {}  # candidate index -> the pid of the worker running it
-    while left:
-        try:
-            kind, index, value = done.get(timeout=POLL_S)
-        except queue.Empty:
-            yield from lost(todo_list, device, workers, started, left)
-            continue
-        if kind == "start":
-            started[index] = value
-        elif index in left:
-            left.discard(index)
-            yield todo_list[index], value
-
-
-def lost(
-    todo_list: list[Candidate],
-    device: str,
-    workers: list[Any],
-    started: dict[int, int],
-    left: set[int],
-) -> Iterator[tuple[Candidate, Result]]:
-    """Results for the candidates of workers that have died: those they had started, and, once
-    none is left alive, all the rest."""
-    dead = {w.pid: w.exitcode for w in workers if not w.is_alive()}
-    if not dead:
-        return
-    everyone = len(dead) == len(workers)
-    for index in sorted(left):
-        pid = started.get(index)
-        if pid in dead:
-            detail = f"kbx's worker process ended during this candidate (exit code {dead[pid]})"
-            stage = "run"
-        elif everyone:
-            detail, stage = "kbx's worker processes had all ended before this candidate", "read"
-        else:
-            continue
-        left.discard(index)
-        yield (
-            todo_list[index],
-            Result.of(todo_list[index], device, Verdict.HARNESS_ERROR, detail, stage),
-        )
-
-
 def serve(
     cfg: EvalConfig,
     slots: list[int | None],
     reserved: dict[int | None, int | None],
-    env: dict[str, str],
     shares_gpu: bool,
     todo: Any,
     done: Any,
-    launched: sandbox.Launched | None = None,
+    launched: servers.Launched | None = None,
 ) -> None:
     """A worker process: a scheduler over its slots, one thread per slot taking candidates from
     ``todo`` until it reads a stop (``shares_gpu``: another worker has a slot on its GPU;
     ``launched``: the fork server the parent started for it)."""
-    os.environ.update(env)
-    from kbx.run.scheduler import Scheduler
-
+    trace.enable(cfg.tuning.trace)
     trace.mark("worker: imported")
-    sched = Scheduler(cfg, len(slots), list(dict.fromkeys(slots)))
-    sched.prepare(reserved, launched)
+    sched = Scheduler(cfg, len(slots), list(dict.fromkeys(slots))).start(reserved, launched)
     trace.mark("worker: set up")
 
     def job_thread() -> None:
-        first = True
         while (item := todo.get()) is not None:
-            index, candidate = item
-            if first:
-                trace.mark(f"worker: first candidate of a job thread ({index})")
-                first = False
-            done.put(("start", index, os.getpid()))
+            number, candidate = item
+            done.put(("start", number, os.getpid()))
             try:
                 result = sched.evaluate(candidate)
             except BaseException as exc:  # noqa: BLE001 - kbx's fault: reported, never raised
@@ -254,13 +236,14 @@ def serve(
                 )
             if shares_gpu and cfg.device.startswith("cuda"):
                 torch.cuda.empty_cache()  # blocks no tensor uses, back to the GPU for the others
-            done.put(("done", index, result))
+            done.put(("done", number, result))
 
     threads = [threading.Thread(target=job_thread, name=f"kbx-job-{i}") for i in range(len(slots))]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    sched.close()
     with contextlib.suppress(Exception):
         done.close()
         done.join_thread()  # every result written to the pipe before the process ends

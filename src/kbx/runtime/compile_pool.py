@@ -1,11 +1,12 @@
-"""Trusted baseline processes (eager, torch.compile) kept between tasks (``baseline.py --serve``).
+"""Trusted baseline processes (eager, torch.compile) kept between tasks (``baseline_worker``).
 
 A process per task paid Python's, torch's, kbx's and inductor's start-up (seconds of CPU) for
 every task of a cold run, while the candidates' children compiled on the same cores.  A worker
 here answers one request per line: ``{"task", "kinds", "cases", "lock", "core"}`` in, one line
 marked ``MARK`` with ``{"ok": {"<case>:<kind>": ms or null}}`` or ``{"error": "..."}`` out (other
 lines on its stdout are ignored).  Idle workers wait in a pool per GPU; one that times out, exits or
-answers garbage is killed, and the caller falls back to a process of its own (``perf.py``).
+answers garbage is killed, and the caller falls back to a process of its own
+(``baselines.in_worker``).
 """
 
 from __future__ import annotations
@@ -119,5 +120,5 @@ class Pool:
             worker.close()
 
 
-POOL = Pool([sys.executable, "-m", "kbx.evaluate.baseline", "--serve"])
+POOL = Pool([sys.executable, "-m", "kbx.evaluate.baseline_worker", "--serve"])
 atexit.register(POOL.close)

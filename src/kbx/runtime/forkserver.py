@@ -8,7 +8,7 @@ request per child (a JSON object: job file, working folder, environment; with th
 pipe, stdout and stderr as file descriptors), hands it to a spare child or forks one, and answers
 with the child's pid; when a child ends it sends its exit code (negative: killed by that signal),
 as ``Popen.wait`` would give. Spares (``spares.py``) are forked ahead of need and make their CUDA
-context before a job comes: ``SPARES`` idle ones per set of visible devices (``KBX_SPARES``
+context before a job comes: ``SPARES`` idle ones per set of visible devices (``Tuning.spares``
 overrides it; 0: none). ``FIRST`` (JSON: visible devices -> count) has the server fork that many
 spares for those devices as soon as it is ready, before any request: a run's first jobs, one per
 job slot, all start at once, and with the spares forked only after the first request most of them
@@ -27,16 +27,14 @@ import contextlib
 import functools
 import json
 import os
+import resource
 import select
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
-import threading
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from kbx import trace
@@ -122,7 +120,7 @@ def preload(device: str) -> None:
 
 
 def parse(data: bytes) -> dict[str, Any]:
-    """A child's request (the first marked for ``KBX_TRACE``)."""
+    """A child's request (the first marked for ``kbx.trace``)."""
     request: dict[str, Any] = json.loads(data)
     if request["id"] == 1:
         trace.mark("fork server: first request")
@@ -155,8 +153,6 @@ def detach(close: list[socket.socket]) -> None:
     for conn in close:
         conn.close()
     os.setsid()
-    from kbx.evaluate.sandbox import limit_resources
-
     limit_resources()
 
 
@@ -255,192 +251,17 @@ def enter(request: dict[str, Any], fds: list[int]) -> int:
     return code
 
 
-@dataclass
-class ForkedProcess:
-    """A child forked by the server, with the parts of ``Popen`` the sandbox uses."""
-
-    server: ForkServer
-    pid: int
-    returncode: int | None = field(default=None)
-
-    def wait(self, timeout: float | None = None) -> int:
-        """The exit code (negative: the signal), waiting for it; as ``Popen.wait``, it may be
-        asked again."""
-        if self.returncode is None:
-            self.returncode = self.server.exit_code(self.pid, timeout)
-        return self.returncode
+MAX_FILE_BYTES = 16 << 30  # a fresh child's file size limit (the sandbox sets its own)
 
 
-class ForkServer:
-    """Parent side: one server process per (device, threads), shared by the job threads; started
-    here (``launch``) or, by another process, for this one (``adopted``: its socket and pid)."""
-
-    def __init__(
-        self,
-        device: str,
-        env: dict[str, str],
-        spare_count: int = 0,
-        first: dict[str, int] | None = None,
-        adopted: tuple[socket.socket, int] | None = None,
-    ) -> None:
-        self.proc: subprocess.Popen[bytes] | None = None
-        if adopted is None:
-            self.sock, self.proc = launch(device, env, spare_count, first)
-            self.pid = self.proc.pid
-        else:
-            self.sock, self.pid = adopted
-        self.send_lock = threading.Lock()
-        self.changed = threading.Condition()
-        self.pids: dict[int, int] = {}
-        self.exits: dict[int, int] = {}
-        self.next_id = 0
-        self.alive = True
-        self.ready = False
-        threading.Thread(target=self.read, daemon=True, name="kbx-forkserver").start()
-        with self.changed:
-            if not self.changed.wait_for(lambda: self.ready or not self.alive, READY_TIMEOUT_S):
-                self.alive = False
-        if not self.ready:
-            self.close()
-            raise RuntimeError("the fork server did not start")
-
-    def read(self) -> None:
-        while True:
-            try:
-                data = self.sock.recv(1 << 16)
-            except OSError:
-                data = b""
-            with self.changed:
-                if not data:
-                    self.alive = False
-                    self.changed.notify_all()
-                    return
-                msg = json.loads(data)
-                if msg.get("ready"):
-                    self.ready = True
-                    trace.mark("fork server ready for this process")
-                elif "exit" in msg:
-                    self.exits[msg["pid"]] = msg["exit"]
-                else:
-                    self.pids[msg["id"]] = msg["pid"]
-                self.changed.notify_all()
-
-    def spawn(self, job: str, cwd: str, env: dict[str, str], fds: list[int]) -> ForkedProcess:
-        """Fork a child that runs ``job`` in ``cwd`` with ``env`` and the progress pipe, stdout
-        and stderr given by ``fds`` (the caller keeps and closes its own copies)."""
-        with self.send_lock:
-            self.next_id += 1
-            ident = self.next_id
-            request = {"id": ident, "job": job, "cwd": cwd, "env": env}
-            socket.send_fds(self.sock, [json.dumps(request).encode()], fds)
-        with self.changed:
-            self.changed.wait_for(lambda: ident in self.pids or not self.alive, 60.0)
-            if ident not in self.pids:
-                raise RuntimeError("the fork server did not start the child")
-            return ForkedProcess(self, self.pids.pop(ident))
-
-    def exit_code(self, pid: int, timeout: float | None) -> int:
-        with self.changed:
-            if not self.changed.wait_for(lambda: pid in self.exits or not self.alive, timeout):
-                raise subprocess.TimeoutExpired(f"forked child {pid}", timeout or 0.0)
-            if pid not in self.exits:  # kbx's fault, not the candidate's: a harness error
-                raise RuntimeError(f"the fork server died; the exit of child {pid} is unknown")
-            return self.exits.pop(pid)
-
-    def close(self) -> None:
-        self.alive = False
-        try:
-            self.sock.close()
-        finally:
-            if self.proc is not None:
-                self.proc.kill()
-                self.proc.wait()
-            else:  # another process's child: it reaps it
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(self.pid, signal.SIGKILL)
-
-
-def launch(
-    device: str, env: dict[str, str], spare_count: int, first: dict[str, int] | None
-) -> tuple[socket.socket, subprocess.Popen[bytes]]:
-    """Start a server process, without waiting for it: this end of its socket, and it."""
-    here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    folder = tempfile.mkdtemp(prefix="kbx-forkserver-")
-    cmd = [sys.executable, "-X", "faulthandler", "-m", __name__, device, str(there.fileno())]
-    cmd += [str(spare_count), json.dumps(first or {})]
-    try:
-        proc = subprocess.Popen(
-            cmd,
-            cwd=folder,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            pass_fds=(there.fileno(),),
-            start_new_session=True,
-        )
-    except OSError:
-        here.close()
-        raise
-    finally:
-        there.close()
-    return here, proc
-
-
-_servers: dict[tuple[str, str], ForkServer] = {}
-_servers_lock = threading.Lock()
-_given_up: dict[str, str] = {}  # device -> why forked children are not used there any more
-_adopted: dict[tuple[str, str], tuple[socket.socket, int]] = {}  # servers started for us
-
-
-def server_key(device: str, env: dict[str, str]) -> tuple[str, str]:
-    """One server per device and thread count of its children."""
-    return device, env.get("OMP_NUM_THREADS", "")
-
-
-def adopt(device: str, sock: socket.socket, pid: int, env: dict[str, str]) -> None:
-    """Take a server that another process started for this one (``launch``, with ``env``) as
-    this process's server for ``device``: ``server_for`` waits for it to be ready."""
-    with _servers_lock:
-        _adopted[server_key(device, env)] = (sock, pid)
-
-
-def usable(device: str) -> bool:
-    return device not in _given_up
-
-
-def give_up(device: str, why: str) -> None:
-    """Stop forking children for ``device`` in this process (they failed to set up)."""
-    if device not in _given_up:
-        _given_up[device] = why
-        sys.stderr.write(f"kbx: fork server off for {device} ({why[:200]}); fresh processes\n")
-
-
-def spare_count(device: str) -> int:
-    """Idle spares per set of visible devices: ``KBX_SPARES`` if set, else ``SPARES``."""
-    return int(os.environ.get("KBX_SPARES", SPARES.get(device, 0)))
-
-
-def server_for(
-    device: str, env: dict[str, str], first: dict[str, int] | None = None
-) -> ForkServer | None:
-    """The running server for this device and thread count (started on first use, with
-    ``first`` spares forked at once), or None if one cannot be started (the caller then starts
-    a fresh interpreter)."""
-    key = server_key(device, env)
-    with _servers_lock:
-        server = _servers.get(key)
-        if server is not None and server.alive:
-            return server
-        try:
-            adopted = _adopted.pop(key, None)
-            _servers[key] = ForkServer(device, env, spare_count(device), first, adopted)
-        except (OSError, RuntimeError) as exc:
-            _servers.pop(key, None)
-            give_up(device, f"{type(exc).__name__}: {exc}")  # not tried again for every child
-            return None
-        return _servers[key]
+def limit_resources() -> None:
+    """Run in a fresh child between fork and exec: no core file, bounded file size."""
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # an abort must not leave a core file
+    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
 
 
 if __name__ == "__main__":
     channel = socket.socket(fileno=int(sys.argv[2]))
     first = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
+    trace.enable(len(sys.argv) > 5 and sys.argv[5] == "1")
     sys.exit(serve(channel, sys.argv[1], int(sys.argv[3]), first))

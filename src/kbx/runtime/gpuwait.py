@@ -20,13 +20,11 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from collections.abc import Callable
 from typing import Any
 
 SCHED_MASK = 0x07  # CU_CTX_SCHED_*: auto 0, spin 1, yield 2, blocking sync 4
 SPIN, BLOCKING = 0x01, 0x04
-
-_state: dict[str, Any] = {"driver": None, "loaded": False, "mode": None}
-_lock = threading.Lock()
 
 
 def load_driver() -> Any:
@@ -38,55 +36,77 @@ def load_driver() -> Any:
     return cuda if cuda.cuInit(0) == 0 else None
 
 
-def driver() -> Any:
-    with _lock:
-        if not _state["loaded"]:
-            _state["driver"], _state["loaded"] = load_driver(), True
-        return _state["driver"]
+class Contexts:
+    """This process's primary contexts and the scheduling flag kbx gave them (``sched``; None:
+    none yet, or a call failed).  The driver keeps the flags per process, so there is one of
+    these per process (``CONTEXTS``); a timing turn reads ``sched`` here rather than from the
+    driver, which it must not initialise in a process that never went asleep (the fork server
+    forks children: the driver must not be initialised there)."""
 
+    def __init__(self, load: Callable[[], Any] = load_driver) -> None:
+        self.load, self.loaded, self.cuda = load, False, None
+        self.sched: int | None = None
+        self.lock = threading.Lock()
 
-def set_mode(sched: int) -> bool:
-    """Give every visible device's primary context the scheduling flag ``sched`` (its other
-    flags kept); False where there is no driver or a call failed."""
-    cuda = driver()
-    if cuda is None:
-        return False
-    with _lock:
-        if _state["mode"] == sched:
-            return True
-        count = ctypes.c_int()
-        if cuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
+    def driver(self) -> Any:
+        """The driver, loaded and initialised at the first call."""
+        with self.lock:
+            if not self.loaded:
+                self.cuda, self.loaded = self.load(), True
+            return self.cuda
+
+    def set_mode(self, sched: int) -> bool:
+        """Give every visible device's primary context the scheduling flag ``sched`` (its other
+        flags kept); False where there is no driver or a call failed."""
+        cuda = self.driver()
+        if cuda is None:
             return False
-        ok = True
-        for ordinal in range(count.value):
-            dev, flags, active = ctypes.c_int(), ctypes.c_uint(), ctypes.c_int()
-            if cuda.cuDeviceGet(ctypes.byref(dev), ordinal) != 0:
-                ok = False
-                continue
-            if cuda.cuDevicePrimaryCtxGetState(dev, ctypes.byref(flags), ctypes.byref(active)):
-                ok = False
-                continue
-            new = (flags.value & ~SCHED_MASK) | sched
-            setter = getattr(cuda, "cuDevicePrimaryCtxSetFlags_v2", None)
-            if setter is None:
-                setter = cuda.cuDevicePrimaryCtxSetFlags
-            ok = setter(dev, new) == 0 and ok
-        _state["mode"] = sched if ok else None
-        return ok
+        with self.lock:
+            if self.sched == sched:
+                return True
+            ok = set_flags(cuda, sched)
+            self.sched = sched if ok else None
+            return ok
+
+    def asleep(self) -> bool:
+        with self.lock:
+            return self.sched == BLOCKING
+
+
+def set_flags(cuda: Any, sched: int) -> bool:
+    """The driver calls of ``Contexts.set_mode``: whether every one succeeded."""
+    count = ctypes.c_int()
+    if cuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        return False
+    ok = True
+    for ordinal in range(count.value):
+        dev, flags, active = ctypes.c_int(), ctypes.c_uint(), ctypes.c_int()
+        if cuda.cuDeviceGet(ctypes.byref(dev), ordinal) != 0:
+            ok = False
+            continue
+        if cuda.cuDevicePrimaryCtxGetState(dev, ctypes.byref(flags), ctypes.byref(active)):
+            ok = False
+            continue
+        new = (flags.value & ~SCHED_MASK) | sched
+        setter = getattr(cuda, "cuDevicePrimaryCtxSetFlags_v2", None)
+        if setter is None:
+            setter = cuda.cuDevicePrimaryCtxSetFlags
+        ok = setter(dev, new) == 0 and ok
+    return ok
+
+
+CONTEXTS = Contexts()  # this process's
 
 
 def asleep() -> bool:
     """From now on this process's threads sleep while they wait for the GPU."""
-    return set_mode(BLOCKING)
+    return CONTEXTS.set_mode(BLOCKING)
 
 
 def begin_turn() -> bool:
     """At an exclusive hold: spin, if this process waits asleep (``asleep`` was called);
     whether it switched, for ``end_turn``."""
-    with _lock:
-        if _state["mode"] != BLOCKING:
-            return False
-    return set_mode(SPIN)
+    return CONTEXTS.asleep() and CONTEXTS.set_mode(SPIN)
 
 
 def end_turn(switched: bool) -> None:

@@ -3,6 +3,7 @@
 import torch
 
 from kbx.inputs import Draw
+from kbx.shapes import conv_hw
 from kbx.task import Case, Inputs, Task, Tolerance
 
 # Zeros and tiny values only: a huge special would make the fp32 summation order decide the result.
@@ -26,22 +27,15 @@ def make_inputs(case: Case, device: str) -> Inputs:
     return Inputs((x, weight, bias), {a: p[a] for a in CALL_ARGS if a in p})
 
 
-def out_size(c: Case) -> tuple[int, int]:
-    p = c.params
-    s, pad, dil = p.get("stride", 1), p.get("padding", 0), p.get("dilation", 1)
-    h, w = c.shape[2:]
-    return tuple((x + 2 * pad - dil * (p["k"] - 1) - 1) // s + 1 for x in (h, w))
-
-
 def flops(c: Case) -> float:
-    oh, ow = out_size(c)
+    oh, ow = conv_hw(c)
     cin_g = c.shape[1] // c.params.get("groups", 1)
     return 2.0 * c.shape[0] * c.params["cout"] * oh * ow * cin_g * c.params["k"] ** 2
 
 
 def bytes_moved(c: Case) -> float:
     n, cin, h, w = c.shape
-    oh, ow = out_size(c)
+    oh, ow = conv_hw(c)
     cout, k = c.params["cout"], c.params["k"]
     return 4.0 * (
         n * cin * h * w + cout * (cin // c.params.get("groups", 1)) * k * k + n * cout * oh * ow

@@ -3,6 +3,7 @@
 import torch
 
 from kbx.inputs import Draw
+from kbx.shapes import conv_transpose_hw
 from kbx.task import Case, Inputs, Task, Tolerance
 
 # Zeros and tiny values only: a huge special would make the fp32 summation order decide the result.
@@ -29,15 +30,6 @@ def make_inputs(case: Case, device: str) -> Inputs:
     return Inputs((x, weight, bias), {a: p[a] for a in CALL_ARGS if a in p})
 
 
-def out_size(c: Case) -> tuple[int, int]:
-    p = c.params
-    s, pad, dil, op = (
-        p.get(a, d)
-        for a, d in (("stride", 1), ("padding", 0), ("dilation", 1), ("output_padding", 0))
-    )
-    return tuple((x - 1) * s - 2 * pad + dil * (p["k"] - 1) + op + 1 for x in c.shape[2:])
-
-
 def flops(c: Case) -> float:
     n, cin, h, w = c.shape
     return (
@@ -47,7 +39,7 @@ def flops(c: Case) -> float:
 
 def bytes_moved(c: Case) -> float:
     n, cin, h, w = c.shape
-    oh, ow = out_size(c)
+    oh, ow = conv_transpose_hw(c)
     cout, k = c.params["cout"], c.params["k"]
     return 4.0 * (
         n * cin * h * w + cin * (cout // c.params.get("groups", 1)) * k * k + n * cout * oh * ow

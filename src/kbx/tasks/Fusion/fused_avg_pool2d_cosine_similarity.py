@@ -3,6 +3,7 @@
 import torch
 
 from kbx.inputs import Draw, numel
+from kbx.shapes import pool_out
 from kbx.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e3, -1e3, 1e-30)
@@ -30,12 +31,6 @@ def make_inputs(case: Case, device: str) -> Inputs:
             hit = d.uniform((n, 1, h, w), 0.0, 1.0, dtype=torch.float64) < frac
             x.mul_(torch.where(hit, factor, 1.0).to(x.dtype))
     return Inputs((x1, x2, p.pop("kernel_size")), p)
-
-
-def out_hw(c: Case) -> tuple[int, int]:
-    k, pad = c.params["kernel_size"], c.params.get("padding", 0)
-    s = c.params.get("stride") or k
-    return tuple((x + 2 * pad - k) // s + 1 for x in c.shape[2:])
 
 
 TASK = Task(
@@ -100,8 +95,8 @@ TASK = Task(
         Case((16, 128, 128, 128), seed=12, params={"kernel_size": 3, "stride": 1, "padding": 1}),
     ),
     flops=lambda c: (
-        6.0 * numel(c.shape) + numel(out_hw(c)) * c.shape[0] * c.params["kernel_size"] ** 2
+        6.0 * numel(c.shape) + numel(pool_out(c)) * c.shape[0] * c.params["kernel_size"] ** 2
     ),
-    bytes_moved=lambda c: 8.0 * numel(c.shape) + 4.0 * c.shape[0] * numel(out_hw(c)),
+    bytes_moved=lambda c: 8.0 * numel(c.shape) + 4.0 * c.shape[0] * numel(pool_out(c)),
     tolerance=Tolerance(rtol=1e-5, atol=2e-6),
 )

@@ -3,6 +3,7 @@
 import torch
 
 from kbx.inputs import Draw
+from kbx.shapes import conv_hw
 from kbx.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30)  # huge values would let fp32 summation order decide
@@ -30,14 +31,6 @@ def reference(
     return y
 
 
-def out_size(c: Case) -> tuple[int, int]:
-    p = c.params
-    if p.get("padding") == "same":
-        return tuple(c.shape[2:])
-    s, pad, dil = p.get("stride", 1), p.get("padding", 0), p.get("dilation", 1)
-    return tuple((x + 2 * pad - dil * (p["k"] - 1) - 1) // s + 1 for x in c.shape[2:])
-
-
 def make_inputs(case: Case, device: str) -> Inputs:
     """shape (N, C_in, H, W); params: cout, k, bias, other ('full' | 'channel' | float | None)
     and the call's arguments."""
@@ -50,7 +43,7 @@ def make_inputs(case: Case, device: str) -> Inputs:
     bias = d.tensor((cout,), dist="normal") if p.get("bias") else None
     kind = p.get("other", "full")
     if kind == "full":
-        other = d.tensor((n, cout, *out_size(case)), dist="normal", scale=3.0)
+        other = d.tensor((n, cout, *conv_hw(case)), dist="normal", scale=3.0)
     elif kind == "channel":
         other = d.tensor((cout, 1, 1), dist="normal", scale=3.0)
     else:
@@ -59,14 +52,14 @@ def make_inputs(case: Case, device: str) -> Inputs:
 
 
 def flops(c: Case) -> float:
-    oh, ow = out_size(c)
+    oh, ow = conv_hw(c)
     cin_g = c.shape[1] // c.params.get("groups", 1)
     return 2.0 * c.shape[0] * c.params["cout"] * oh * ow * (cin_g * c.params["k"] ** 2 + 1)
 
 
 def bytes_moved(c: Case) -> float:
     n, cin, h, w = c.shape
-    oh, ow = out_size(c)
+    oh, ow = conv_hw(c)
     cout, k = c.params["cout"], c.params["k"]
     full = c.params.get("other", "full") == "full"
     return 4.0 * (

@@ -5,6 +5,7 @@ import math
 import torch
 
 from kbx.inputs import Draw
+from kbx.shapes import pool_out
 from kbx.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e4, -3e3, math.inf, math.nan)  # cos(inf) is NaN; NaN poisons its windows
@@ -20,16 +21,6 @@ def make_inputs(case: Case, device: str) -> Inputs:
     x = Draw(case, device).tensor(case.shape, specials=SPECIALS, scale=2.0)
     p = dict(case.params)
     return Inputs((x, p.pop("kernel_size")), p)
-
-
-def out_len(c: Case) -> int:
-    k, p = c.params["kernel_size"], c.params.get("padding", 0)
-    s = c.params.get("stride") or k
-    span = c.shape[2] + 2 * p - k
-    n = (span + (s - 1 if c.params.get("ceil_mode") else 0)) // s + 1
-    if c.params.get("ceil_mode") and (n - 1) * s >= c.shape[2] + p:
-        n -= 1  # the last window must start inside the input or the left padding
-    return n
 
 
 TASK = Task(
@@ -108,8 +99,8 @@ TASK = Task(
         ),
     ),
     flops=lambda c: float(
-        c.shape[0] * c.shape[1] * (c.shape[2] * 15 + out_len(c) * c.params["kernel_size"])
+        c.shape[0] * c.shape[1] * (c.shape[2] * 15 + pool_out(c)[0] * c.params["kernel_size"])
     ),
-    bytes_moved=lambda c: 4.0 * c.shape[0] * c.shape[1] * (c.shape[2] + out_len(c)),
+    bytes_moved=lambda c: 4.0 * c.shape[0] * c.shape[1] * (c.shape[2] + pool_out(c)[0]),
     tolerance=Tolerance(rtol=1e-5, atol=1e-6),
 )

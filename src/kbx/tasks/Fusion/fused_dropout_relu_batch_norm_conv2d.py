@@ -7,6 +7,7 @@ import torch.nn.functional as F
 
 from kbx.checks import off_rate
 from kbx.inputs import Draw
+from kbx.shapes import conv_geometry
 from kbx.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30)  # huge values would let fp32 summation order decide
@@ -71,13 +72,6 @@ def check(inputs: Inputs, got: torch.Tensor) -> str | None:
             same = (d[0:h:2] == d[1:h:2])[both]
             reason = off_rate(same, p * p + (1 - p) ** 2, f"neighbouring {name} agree")
     return reason
-
-
-def geometry(c: Case) -> tuple[int, int, int]:
-    q = c.params
-    s, pad, dil = q.get("stride", 1), q.get("padding", 0), q.get("dilation", 1)
-    oh, ow = ((x + 2 * pad - dil * (q["k"] - 1) - 1) // s + 1 for x in c.shape[2:])
-    return oh, ow, c.shape[1] // q.get("groups", 1) * q["k"] ** 2
 
 
 TASK = Task(
@@ -153,13 +147,13 @@ TASK = Task(
         ),
         Case((32, 128, 56, 56), seed=12, params={"cout": 256, "k": 3, "padding": 1}),
     ),
-    flops=lambda c: 2.0 * c.shape[0] * c.params["cout"] * math.prod(geometry(c)),
+    flops=lambda c: 2.0 * c.shape[0] * c.params["cout"] * math.prod(conv_geometry(c)),
     bytes_moved=lambda c: (
         4.0
         * (
             math.prod(c.shape)
-            + c.params["cout"] * geometry(c)[2]
-            + 3 * c.shape[0] * c.params["cout"] * math.prod(geometry(c)[:2])
+            + c.params["cout"] * conv_geometry(c)[2]
+            + 3 * c.shape[0] * c.params["cout"] * math.prod(conv_geometry(c)[:2])
         )
     ),
     tolerance=TOL,

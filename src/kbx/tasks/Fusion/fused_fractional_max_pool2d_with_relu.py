@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from kbx.inputs import Draw, numel
+from kbx.shapes import resized_hw
 from kbx.task import Case, Inputs, Task, Tolerance
 
 NONFINITE = (0.0, -0.0, math.inf, -math.inf, math.nan)
@@ -37,10 +38,7 @@ def make_inputs(case: Case, device: str) -> Inputs:
 
 
 def out_hw(c: Case) -> tuple[int, int]:
-    size, ratio = c.params.get("output_size"), c.params.get("output_ratio")
-    if size is not None:
-        return (size, size) if isinstance(size, int) else tuple(size)
-    return tuple(int(s * r) for s, r in zip(c.shape[-2:], ratio, strict=True))
+    return resized_hw(c, "output_size", "output_ratio")
 
 
 def window(c: Case) -> int:

@@ -5,6 +5,7 @@ import math
 import torch.nn.functional as F
 
 from kbx.inputs import Draw
+from kbx.shapes import contraction, conv_geometry, pair
 from kbx.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30)  # huge values would let fp32 summation order decide
@@ -34,28 +35,6 @@ def reference(
     return F.instance_norm(y, eps=eps)
 
 
-def pair(v) -> tuple[int, int]:
-    return (v, v) if isinstance(v, int) else tuple(v)
-
-
-def geometry(c: Case) -> tuple[int, int, int]:
-    """(OH, OW, contraction length C_in/groups * kH * kW)."""
-    q = c.params
-    (kh, kw), (sh, sw), (dh, dw) = (
-        pair(q["k"]),
-        pair(q.get("stride", 1)),
-        pair(q.get("dilation", 1)),
-    )
-    pad = q.get("padding", 0)
-    if pad == "same":
-        oh, ow = c.shape[2:]
-    else:
-        ph, pw = pair(0 if pad == "valid" else pad)
-        oh = (c.shape[2] + 2 * ph - dh * (kh - 1) - 1) // sh + 1
-        ow = (c.shape[3] + 2 * pw - dw * (kw - 1) - 1) // sw + 1
-    return oh, ow, c.shape[1] // q.get("groups", 1) * kh * kw
-
-
 def make_inputs(case: Case, device: str) -> Inputs:
     """shape (N, C_in, H, W); params: cout, k (int or (kH, kW)), bias, zero_image and the call's
     arguments. Weights are scaled by 1/sqrt(contraction length): the convolution is ~N(0, 1)."""
@@ -65,7 +44,7 @@ def make_inputs(case: Case, device: str) -> Inputs:
     x = d.tensor(case.shape, specials=SPECIALS)
     if q.get("zero_image"):  # image 0 is all zeros: its planes are constant (zero variance)
         x[0] = 0.0
-    k_len = geometry(case)[2]
+    k_len = contraction(case)
     weight = d.tensor(
         (q["cout"], case.shape[1] // q.get("groups", 1), kh, kw),
         dist="normal",
@@ -156,13 +135,13 @@ TASK = Task(
         Case((64, 64, 112, 112), seed=11, params={"cout": 128, "k": 3, "bias": True, "padding": 1}),
         Case((64, 128, 56, 56), seed=12, params={"cout": 256, "k": 3, "padding": 1}),
     ),
-    flops=lambda c: 2.0 * c.shape[0] * c.params["cout"] * math.prod(geometry(c)),
+    flops=lambda c: 2.0 * c.shape[0] * c.params["cout"] * math.prod(conv_geometry(c)),
     bytes_moved=lambda c: (
         4.0
         * (
             math.prod(c.shape)
-            + c.params["cout"] * geometry(c)[2]
-            + 3 * c.shape[0] * c.params["cout"] * math.prod(geometry(c)[:2])
+            + c.params["cout"] * conv_geometry(c)[2]
+            + 3 * c.shape[0] * c.params["cout"] * math.prod(conv_geometry(c)[:2])
         )
     ),
     tolerance=Tolerance(rtol=1e-4, atol=1e-4),

@@ -5,6 +5,7 @@ import math
 import torch.nn.functional as F
 
 from kbx.inputs import Draw
+from kbx.shapes import contraction, conv_numel
 from kbx.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30)  # huge values would let fp32 summation order decide
@@ -29,14 +30,6 @@ def make_inputs(case: Case, device: str) -> Inputs:
     )
     b = d.tensor((p["cout"],), dist="normal") if p.get("bias") else None
     return Inputs((x, w, b), {a: p[a] for a in CALL_ARGS if a in p})
-
-
-def sizes(c: Case) -> tuple[int, int]:
-    """(output elements, contraction length)."""
-    p = c.params
-    k, s, pad, dil = p["k"], p.get("stride", 1), p.get("padding", 0), p.get("dilation", 1)
-    pix = math.prod((n + 2 * pad - dil * (k - 1) - 1) // s + 1 for n in c.shape[2:])
-    return c.shape[0] * p["cout"] * pix, c.shape[1] // p.get("groups", 1) * k * k
 
 
 TASK = Task(
@@ -92,7 +85,9 @@ TASK = Task(
             params={"cout": 288, "k": 3, "padding": 1, "upscale_factor": 3},
         ),
     ),
-    flops=lambda c: 2.0 * sizes(c)[0] * sizes(c)[1],
-    bytes_moved=lambda c: 4.0 * (math.prod(c.shape) + c.params["cout"] * sizes(c)[1] + sizes(c)[0]),
+    flops=lambda c: 2.0 * conv_numel(c) * contraction(c),
+    bytes_moved=lambda c: (
+        4.0 * (math.prod(c.shape) + c.params["cout"] * contraction(c) + conv_numel(c))
+    ),
     tolerance=Tolerance(rtol=1e-4, atol=1e-5),
 )

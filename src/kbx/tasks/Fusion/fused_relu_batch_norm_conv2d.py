@@ -5,6 +5,7 @@ import math
 import torch.nn.functional as F
 
 from kbx.inputs import Draw
+from kbx.shapes import contraction, conv_numel
 from kbx.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30)  # huge values would let fp32 summation order decide
@@ -50,14 +51,6 @@ def make_inputs(case: Case, device: str) -> Inputs:
     bb = d.tensor((cout,), dist="normal", scale=0.5) if "b" in affine else None
     conv = [p.pop(a, dflt) for a, dflt in (("stride", 1), ("padding", 0), ("dilation", 1))]
     return Inputs((x, w, b, *conv, g, rm, rv, bw, bb), p)
-
-
-def sizes(c: Case) -> tuple[int, int]:
-    """(output elements, contraction length)."""
-    p = c.params
-    k, s, pad, dil = p["k"], p.get("stride", 1), p.get("padding", 0), p.get("dilation", 1)
-    pix = math.prod((n + 2 * pad - dil * (k - 1) - 1) // s + 1 for n in c.shape[2:])
-    return c.shape[0] * p["cout"] * pix, c.shape[1] // p.get("groups", 1) * k * k
 
 
 TASK = Task(
@@ -146,13 +139,13 @@ TASK = Task(
         ),
         Case((64, 128, 56, 56), seed=12, params={"cout": 256, "k": 3, "padding": 1, "bias": True}),
     ),
-    flops=lambda c: 2.0 * sizes(c)[0] * sizes(c)[1],
+    flops=lambda c: 2.0 * conv_numel(c) * contraction(c),
     bytes_moved=lambda c: (
         4.0
         * (
             math.prod(c.shape)
-            + c.params["cout"] * sizes(c)[1]
-            + sizes(c)[0] * (4 if c.params.get("training") else 2)
+            + c.params["cout"] * contraction(c)
+            + conv_numel(c) * (4 if c.params.get("training") else 2)
         )
     ),
     tolerance=Tolerance(rtol=1e-4, atol=1e-5),

@@ -5,6 +5,7 @@ import math
 import torch
 
 from kbx.inputs import Draw
+from kbx.shapes import contraction, conv_numel
 from kbx.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30)  # huge values would let fp32 summation order decide
@@ -28,21 +29,6 @@ def make_inputs(case: Case, device: str) -> Inputs:
     )
     b = d.tensor((p["cout"],), dist="normal", scale=0.5) if p.get("bias") else None
     return Inputs((x, w, b), {a: p[a] for a in CALL_ARGS if a in p})
-
-
-def geometry(c: Case) -> tuple[int, int, int]:
-    """(OH, OW, contraction length)."""
-    p = c.params
-    k, s, pad, dil = p["k"], p.get("stride", 1), p.get("padding", 0), p.get("dilation", 1)
-    if pad == "same":
-        oh, ow = c.shape[2:]
-    else:
-        oh, ow = ((n + 2 * pad - dil * (k - 1) - 1) // s + 1 for n in c.shape[2:])
-    return oh, ow, c.shape[1] // p.get("groups", 1) * k * k
-
-
-def out_numel(c: Case) -> int:
-    return c.shape[0] * c.params["cout"] * geometry(c)[0] * geometry(c)[1]
 
 
 TASK = Task(
@@ -105,9 +91,9 @@ TASK = Task(
         Case((64, 64, 112, 112), seed=11, params={"cout": 128, "k": 3, "bias": True, "padding": 1}),
         Case((64, 128, 56, 56), seed=12, params={"cout": 256, "k": 3, "padding": 1}),
     ),
-    flops=lambda c: 2.0 * out_numel(c) * geometry(c)[2],
+    flops=lambda c: 2.0 * conv_numel(c) * contraction(c),
     bytes_moved=lambda c: (
-        4.0 * (math.prod(c.shape) + c.params["cout"] * geometry(c)[2] + out_numel(c))
+        4.0 * (math.prod(c.shape) + c.params["cout"] * contraction(c) + conv_numel(c))
     ),
     tolerance=Tolerance(rtol=1e-4, atol=1e-5),
 )

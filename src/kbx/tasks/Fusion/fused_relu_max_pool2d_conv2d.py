@@ -5,6 +5,7 @@ import math
 import torch.nn.functional as F
 
 from kbx.inputs import Draw
+from kbx.shapes import conv_geometry, window_out
 from kbx.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30)  # huge values would let fp32 summation order decide
@@ -47,17 +48,23 @@ def make_inputs(case: Case, device: str) -> Inputs:
     return Inputs((x, w, b), {a: p[a] for a in CONV_ARGS + POOL_ARGS + ("inplace",) if a in p})
 
 
-def sizes(c: Case) -> tuple[int, int, int]:
-    """(conv output pixels, pooled output pixels, contraction length) per image and channel."""
+def flops(c: Case) -> float:
+    """The convolution's multiply-adds, then one operation per conv output."""
+    oh, ow, k_len = conv_geometry(c, "conv_")
+    return c.shape[0] * c.params["cout"] * (2.0 * (oh * ow) * k_len + oh * ow)
+
+
+def bytes_moved(c: Case) -> float:
+    """Input, weight, the conv output once and the pooled output (its size in floor mode: an
+    estimate with ceil_mode)."""
     p = c.params
-    k, s = p["k"], p.get("conv_stride", 1)
-    pad, dil = p.get("conv_padding", 0), p.get("conv_dilation", 1)
-    conv = [(n + 2 * pad - dil * (k - 1) - 1) // s + 1 for n in c.shape[2:]]
+    oh, ow, k_len = conv_geometry(c, "conv_")
     pk = p.get("pool_kernel_size", 2)
-    ps = p.get("pool_stride") or pk
-    pp, pd = p.get("pool_padding", 0), p.get("pool_dilation", 1)
-    pooled = [(n + 2 * pp - pd * (pk - 1) - 1) // ps + 1 for n in conv]  # floor mode estimate
-    return math.prod(conv), math.prod(pooled), c.shape[1] // p.get("conv_groups", 1) * k * k
+    pool = (pk, p.get("pool_stride") or pk, p.get("pool_padding", 0), p.get("pool_dilation", 1))
+    pooled = window_out(oh, *pool) * window_out(ow, *pool)
+    return 4.0 * (
+        math.prod(c.shape) + p["cout"] * k_len + c.shape[0] * p["cout"] * (oh * ow + pooled)
+    )
 
 
 TASK = Task(
@@ -151,14 +158,7 @@ TASK = Task(
             },
         ),
     ),
-    flops=lambda c: c.shape[0] * c.params["cout"] * (2.0 * sizes(c)[0] * sizes(c)[2] + sizes(c)[0]),
-    bytes_moved=lambda c: (
-        4.0
-        * (
-            math.prod(c.shape)
-            + c.params["cout"] * sizes(c)[2]
-            + c.shape[0] * c.params["cout"] * sum(sizes(c)[:2])
-        )
-    ),
+    flops=flops,
+    bytes_moved=bytes_moved,
     tolerance=Tolerance(rtol=1e-4, atol=1e-5),
 )

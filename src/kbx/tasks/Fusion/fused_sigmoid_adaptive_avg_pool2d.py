@@ -5,6 +5,7 @@ import math
 import torch
 
 from kbx.inputs import Draw
+from kbx.shapes import adaptive_hw, planes
 from kbx.task import Case, Inputs, Task, Tolerance
 
 
@@ -22,16 +23,6 @@ def make_inputs(case: Case, device: str) -> Inputs:
     c = case.shape[-3]
     offset = d.uniform((c, 1, 1), -2.0, 2.0)
     return Inputs((x + offset, case.params["output_size"]))
-
-
-def out_hw(c: Case) -> tuple[int, int]:
-    s = c.params["output_size"]
-    s = (s, s) if isinstance(s, int) else s
-    return tuple(n if o is None else o for o, n in zip(s, c.shape[-2:], strict=True))
-
-
-def planes(c: Case) -> int:
-    return math.prod(c.shape[:-2])
 
 
 TASK = Task(
@@ -71,7 +62,7 @@ TASK = Task(
         Case((128, 1024, 28, 28), seed=12, params={"output_size": 1}),
         Case((32, 128, 112, 112), seed=13, params={"output_size": (5, 7)}),
     ),
-    flops=lambda c: float(planes(c) * (c.shape[-2] * c.shape[-1] + 4 * math.prod(out_hw(c)))),
-    bytes_moved=lambda c: 4.0 * planes(c) * (c.shape[-2] * c.shape[-1] + math.prod(out_hw(c))),
+    flops=lambda c: float(planes(c) * (c.shape[-2] * c.shape[-1] + 4 * math.prod(adaptive_hw(c)))),
+    bytes_moved=lambda c: 4.0 * planes(c) * (c.shape[-2] * c.shape[-1] + math.prod(adaptive_hw(c))),
     tolerance=Tolerance(rtol=1e-5, atol=1e-6),
 )

@@ -5,6 +5,7 @@ import math
 import torch.nn.functional as F
 
 from kbx.inputs import Draw
+from kbx.shapes import contraction, conv_hw, conv_numel
 from kbx.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30)  # huge values would let fp32 summation order decide
@@ -27,13 +28,6 @@ def reference(
     return F.silu(z * scale)
 
 
-def out_hw(c: Case) -> tuple[int, int]:
-    p = c.params
-    k, s = p["k"], p.get("conv_stride", 1)
-    pad, dil = p.get("conv_padding", 0), p.get("conv_dilation", 1)
-    return tuple((n + 2 * pad - dil * (k - 1) - 1) // s + 1 for n in c.shape[2:])
-
-
 def make_inputs(case: Case, device: str) -> Inputs:
     """shape (N, C_in, H, W); params: cout, k, bias, full_weight (weight of the normalized
     shape (C_out, OH, OW) instead of per channel) and the call's conv_* and ln_eps arguments."""
@@ -42,16 +36,10 @@ def make_inputs(case: Case, device: str) -> Inputs:
     cin_g = case.shape[1] // p.get("conv_groups", 1)
     d = Draw(case, device)
     x = d.tensor(case.shape, specials=SPECIALS)
-    weight = d.uniform((cout, *out_hw(case)) if full else (cout,), 0.5, 3.0)
+    weight = d.uniform((cout, *conv_hw(case, "conv_")) if full else (cout,), 0.5, 3.0)
     cw = d.tensor((cout, cin_g, k, k), dist="normal", scale=(cin_g * k * k) ** -0.5)
     cb = d.tensor((cout,), dist="normal") if p.pop("bias", False) else None
     return Inputs((x, weight, cw, cb), p)
-
-
-def sizes(c: Case) -> tuple[int, int]:
-    """(output elements, contraction length)."""
-    cin_g = c.shape[1] // c.params.get("conv_groups", 1)
-    return c.shape[0] * c.params["cout"] * math.prod(out_hw(c)), cin_g * c.params["k"] ** 2
 
 
 TASK = Task(
@@ -129,9 +117,14 @@ TASK = Task(
             params={"cout": 256, "k": 3, "conv_padding": 1, "full_weight": True},
         ),
     ),
-    flops=lambda c: 2.0 * sizes(c)[0] * sizes(c)[1],
+    flops=lambda c: 2.0 * conv_numel(c, "conv_") * contraction(c, "conv_"),
     bytes_moved=lambda c: (
-        4.0 * (math.prod(c.shape) + c.params["cout"] * sizes(c)[1] + 4 * sizes(c)[0])
+        4.0
+        * (
+            math.prod(c.shape)
+            + c.params["cout"] * contraction(c, "conv_")
+            + 4 * conv_numel(c, "conv_")
+        )
     ),
     tolerance=Tolerance(rtol=1e-4, atol=1e-5),
 )

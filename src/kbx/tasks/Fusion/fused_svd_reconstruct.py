@@ -2,6 +2,7 @@
 
 import torch
 
+from kbx.derived import with_spectrum
 from kbx.inputs import Draw, numel
 from kbx.task import Case, Inputs, Task, Tolerance
 
@@ -12,10 +13,6 @@ def reference(A: torch.Tensor, rank=None) -> torch.Tensor:
     U, S, Vh = torch.linalg.svd(A, full_matrices=False)
     r = S.shape[-1] if rank is None else rank
     return U[..., :r] @ torch.diag_embed(S[..., :r]) @ Vh[..., :r, :]
-
-
-def orthonormal(d: Draw, batch, m: int, p: int) -> torch.Tensor:
-    return torch.linalg.qr(d.tensor((*batch, m, p), dtype=torch.float64, dist="normal"))[0]
 
 
 def make_inputs(case: Case, device: str) -> Inputs:
@@ -33,7 +30,7 @@ def make_inputs(case: Case, device: str) -> Inputs:
     if case.dist == "corner":
         rest = torch.where(d.uniform(rest.shape, 0, 1, dtype=torch.float64) < 0.33, 0.0, rest)
     s = torch.cat([top, rest], dim=-1)
-    a = orthonormal(d, batch, m, p) @ torch.diag_embed(s) @ orthonormal(d, batch, n, p).mT
+    a = with_spectrum(d, s, m, n, dist="normal")
     if case.dist == "corner":
         a = a * 10 ** d.uniform((*batch, 1, 1), -3.0, 3.0, dtype=torch.float64)
     return Inputs((a.float().to(device),), {"rank": r})

@@ -1,10 +1,9 @@
 """Fusion/fused_tile_exp: exp(torch.tile(input, dims)): repeat the whole tensor, then exp."""
 
-import math
-
 import torch
 
 from kbx.inputs import Draw, numel
+from kbx.shapes import tiled_numel
 from kbx.task import Case, Inputs, Task, Tolerance
 
 # Signed zeros (exp = 1), overflow and underflow, infinities and NaN.
@@ -26,14 +25,6 @@ def make_inputs(case: Case, device: str) -> Inputs:
     if case.params.get("transposed"):  # same values, non-contiguous layout
         x = x.mT.contiguous().mT
     return Inputs((x, tuple(case.params["dims"])))
-
-
-def out_numel(c: Case) -> int:
-    dims, shape = c.params["dims"], c.shape
-    k = max(len(dims), len(shape))
-    full = [1] * (k - len(shape)) + list(shape)
-    reps = [1] * (k - len(dims)) + list(dims)
-    return math.prod(s * r for s, r in zip(full, reps, strict=True))
 
 
 TASK = Task(
@@ -67,7 +58,7 @@ TASK = Task(
         Case((4096, 4096), seed=11, params={"dims": (2, 4)}),
         Case((64, 1, 2048), seed=12, params={"dims": (2, 256, 2)}),
     ),
-    flops=lambda c: float(out_numel(c)),
-    bytes_moved=lambda c: 4.0 * (numel(c.shape) + out_numel(c)),
+    flops=lambda c: float(tiled_numel(c.shape, c.params["dims"])),
+    bytes_moved=lambda c: 4.0 * (numel(c.shape) + tiled_numel(c.shape, c.params["dims"])),
     tolerance=Tolerance(rtol=1e-5, atol=1e-6),
 )

@@ -1,10 +1,9 @@
 """Fusion/fused_transformer_block: layer_norm(dropout(softmax(X W1)) W2 + R), random dropout."""
 
-import math
-
 import torch
 import torch.nn.functional as F
 
+from kbx.checks import off_rate
 from kbx.inputs import Draw, numel
 from kbx.task import Case, Inputs, Task, Tolerance
 
@@ -34,16 +33,6 @@ def make_inputs(case: Case, device: str) -> Inputs:
     kind = p.pop("residual", "full")
     shape = {"full": (b, n, d_out), "row": (d_out,), "seq": (n, d_out)}[kind]
     return Inputs((x, w1, w2, d.tensor(shape, dist="normal")), p)
-
-
-def off_rate(hits: torch.Tensor, expected: float, what: str) -> str | None:
-    """None if the fraction of hits lies within 5 binomial sigma of ``expected``."""
-    count = hits.numel()
-    rate = int(hits.sum()) / max(count, 1)
-    band = 5 * math.sqrt(expected * (1 - expected) / max(count, 1))
-    if abs(rate - expected) <= band:
-        return None
-    return f"{rate:.4f} of {count} {what}, expected {expected:.4f} (+-{band:.4f}, 5 sigma)"
 
 
 def recover_mask(y, x, w1, r, p, basis, w2_pinv):

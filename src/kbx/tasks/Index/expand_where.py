@@ -2,6 +2,7 @@
 
 import torch
 
+from kbx.cases import table
 from kbx.inputs import Draw, numel
 from kbx.task import Case, Inputs, Task, Tolerance
 
@@ -21,9 +22,7 @@ def make_inputs(case: Case, device: str) -> Inputs:
     return Inputs((x, tuple(p["target"]), cond, other))
 
 
-def _case(shape, seed, input, target, cond, other, dist="normal", **extra):
-    params = dict(input=input, target=target, cond=cond, other=other, **extra)
-    return Case(shape, seed=seed, dist=dist, params=params)
+_case = table("input", "target", "cond", "other")  # shapes: input, target sizes, cond, other
 
 
 def _bytes(c: Case) -> float:

@@ -1,5 +1,6 @@
 """Index/index_fill_: in place, set every slice of `x` along `dim` named by `index` to `value`."""
 
+from kbx.cases import table
 from kbx.inputs import Draw, numel
 from kbx.task import Case, Inputs, Task, Tolerance
 
@@ -20,8 +21,7 @@ def make_inputs(case: Case, device: str) -> Inputs:
     return Inputs((p["dim"], x, index, p["value"]))
 
 
-def _case(shape, seed, dim, m, value, dist="normal", **extra):
-    return Case(shape, seed=seed, dist=dist, params=dict(dim=dim, m=m, value=value, **extra))
+_case = table("dim", "m", "value")  # m: the number of indices
 
 
 def _filled(c: Case) -> int:

@@ -2,6 +2,7 @@
 
 import torch
 
+from kbx.cases import table
 from kbx.inputs import Draw, numel
 from kbx.task import Case, Inputs, Task, Tolerance
 
@@ -20,8 +21,7 @@ def make_inputs(case: Case, device: str) -> Inputs:
     return Inputs((x, p["dim"], index))
 
 
-def _case(shape, seed, dim, m, dist="normal", **extra):
-    return Case(shape, seed=seed, dist=dist, params=dict(dim=dim, m=m, **extra))
+_case = table("dim", "m")  # m: the number of indices
 
 
 def _out_numel(c: Case) -> int:

@@ -2,6 +2,7 @@
 
 import torch
 
+from kbx.cases import table
 from kbx.inputs import Draw, numel
 from kbx.task import Case, Inputs, Task, Tolerance
 
@@ -55,8 +56,7 @@ def check(inputs: Inputs, out: torch.Tensor) -> str | None:
     return None
 
 
-def _case(shape, seed, dim, index, src, dist="normal"):
-    return Case(shape, seed=seed, dist=dist, params={"dim": dim, "index": index, "src": src})
+_case = table("dim", "index", "src")  # index, src: shapes
 
 
 TASK = Task(

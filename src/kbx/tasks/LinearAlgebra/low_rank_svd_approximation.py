@@ -2,6 +2,7 @@
 
 import torch
 
+from kbx.derived import with_spectrum
 from kbx.inputs import Draw, numel
 from kbx.task import Case, Inputs, Task, Tolerance
 
@@ -12,10 +13,6 @@ def reference(A, k, *, full_matrices=True, out=None):
     U, S, Vh = torch.linalg.svd(A, full_matrices=full_matrices)
     Ak = U[..., :k] @ torch.diag_embed(S[..., :k]) @ Vh[..., :k, :]
     return out.copy_(Ak) if out is not None else Ak
-
-
-def orthonormal(d: Draw, batch, m: int, p: int) -> torch.Tensor:
-    return torch.linalg.qr(d.tensor((*batch, m, p), dtype=torch.float64))[0]
 
 
 def make_inputs(case: Case, device: str) -> Inputs:
@@ -30,7 +27,7 @@ def make_inputs(case: Case, device: str) -> Inputs:
     if case.dist == "corner":
         rest = torch.where(d.uniform(rest.shape, 0, 1, dtype=torch.float64) < 0.5, 0.0, rest)
     s = torch.cat([top, rest], dim=-1)
-    a = orthonormal(d, batch, m, p) @ torch.diag_embed(s) @ orthonormal(d, batch, n, p).mT
+    a = with_spectrum(d, s, m, n)
     if case.dist == "corner":
         a = a * 10 ** d.uniform((*batch, 1, 1), -3, 3, dtype=torch.float64)
     full = case.params.get("full", True)

@@ -2,6 +2,7 @@
 
 import torch
 
+from kbx.derived import with_spectrum
 from kbx.inputs import Draw, numel
 from kbx.task import Case, Inputs, Task, Tolerance
 
@@ -17,10 +18,6 @@ def reference(A, full_matrices=True, rcond=1e-15, out=None):
     return out.copy_(pinv) if out is not None else pinv
 
 
-def orthonormal(d: Draw, batch, m: int, p: int) -> torch.Tensor:
-    return torch.linalg.qr(d.tensor((*batch, m, p), dtype=torch.float64))[0]
-
-
 def make_inputs(case: Case, device: str) -> Inputs:
     """A = U diag(s) V^T with random orthonormal U, V and s in [0.5, 2]; with params rank=r
     only r singular values are nonzero (in float64, before rounding to float32), and rcond
@@ -30,7 +27,7 @@ def make_inputs(case: Case, device: str) -> Inputs:
     p = min(m, n)
     s = d.uniform((*batch, p), 0.5, 2, dtype=torch.float64)
     s[..., case.params.get("rank", p) :] = 0
-    a = orthonormal(d, batch, m, p) @ torch.diag_embed(s) @ orthonormal(d, batch, n, p).mT
+    a = with_spectrum(d, s, m, n)
     if case.dist == "corner":
         a = a * 10 ** d.uniform((*batch, 1, 1), -3, 3, dtype=torch.float64)
     kwargs = {

@@ -2,6 +2,7 @@
 
 import torch
 
+from kbx.derived import wide
 from kbx.inputs import Draw, numel
 from kbx.task import Case, Inputs, Task, Tolerance
 
@@ -15,15 +16,10 @@ def reference(input, target, weight=None, reduction="mean"):
     )
 
 
-def _wide(case: Case) -> torch.dtype:
-    """float64 for the derived inputs of small cases, float32 for benchmark sizes."""
-    return torch.float64 if numel(case.shape) <= 1 << 22 else torch.float32
-
-
 def make_inputs(case: Case, device: str) -> Inputs:
     p = dict(case.params)
     draw = Draw(case, device)
-    logits = draw.tensor(case.shape, dtype=_wide(case), specials=LOGIT_SPECIALS, scale=3.0)
+    logits = draw.tensor(case.shape, dtype=wide(case.shape), specials=LOGIT_SPECIALS, scale=3.0)
     x = torch.sigmoid(logits).float()
     if p.pop("soft", False):
         y = draw.uniform(case.shape, 0.0, 1.0)

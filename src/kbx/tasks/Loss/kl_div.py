@@ -2,6 +2,7 @@
 
 import torch
 
+from kbx.derived import wide
 from kbx.inputs import Draw, numel
 from kbx.task import Case, Inputs, Task, Tolerance
 
@@ -10,18 +11,13 @@ def reference(input, target, reduction="batchmean", log_target=False):
     return torch.nn.functional.kl_div(input, target, reduction=reduction, log_target=log_target)
 
 
-def _wide(case: Case) -> torch.dtype:
-    """float64 for the derived inputs of small cases, float32 for benchmark sizes."""
-    return torch.float64 if numel(case.shape) <= 1 << 22 else torch.float32
-
-
 def make_inputs(case: Case, device: str) -> Inputs:
     p = dict(case.params)
     scale = p.pop("scale", 1.0)
     draw = Draw(case, device)
     # rows along the last dim are distributions; large logit scales push probabilities to 0
-    q = draw.tensor(case.shape, dtype=_wide(case), scale=scale)
-    t = draw.tensor(case.shape, dtype=_wide(case), scale=scale, dist="normal")
+    q = draw.tensor(case.shape, dtype=wide(case.shape), scale=scale)
+    t = draw.tensor(case.shape, dtype=wide(case.shape), scale=scale, dist="normal")
     x = torch.log_softmax(q, dim=-1)
     y = torch.log_softmax(t, dim=-1) if p.get("log_target") else torch.softmax(t, dim=-1)
     return Inputs((x.float().to(device), y.float().to(device)), p)

@@ -2,6 +2,7 @@
 
 import torch
 
+from kbx.derived import wide
 from kbx.inputs import Draw, numel
 from kbx.task import Case, Inputs, Task, Tolerance
 
@@ -12,16 +13,11 @@ def reference(input, target, weight=None, ignore_index=-100, reduction="mean"):
     )
 
 
-def _wide(case: Case) -> torch.dtype:
-    """float64 for the derived inputs of small cases, float32 for benchmark sizes."""
-    return torch.float64 if numel(case.shape) <= 1 << 22 else torch.float32
-
-
 def make_inputs(case: Case, device: str) -> Inputs:
     p = dict(case.params)
     draw = Draw(case, device)
     n, c, *rest = case.shape
-    logits = draw.tensor(case.shape, dtype=_wide(case), scale=p.pop("scale", 1.0))
+    logits = draw.tensor(case.shape, dtype=wide(case.shape), scale=p.pop("scale", 1.0))
     x = torch.log_softmax(logits, dim=1).float().to(device)  # log-probabilities over dim 1
     target = draw.integers((n, *rest), 0, c)
     drop = draw.uniform((n, *rest), 0.0, 1.0, dtype=torch.float64) < p.pop("ignored", 0.0)

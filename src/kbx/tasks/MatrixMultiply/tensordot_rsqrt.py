@@ -3,6 +3,7 @@
 import torch
 
 from kbx.inputs import Draw, numel
+from kbx.shapes import tensordot_sizes
 from kbx.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e-30)
@@ -27,12 +28,14 @@ def make_inputs(case: Case, device: str) -> Inputs:
     return Inputs((a, b, dims))
 
 
-def sizes(c: Case) -> tuple[int, int, int]:
-    """(rows of the result, contraction length, columns of the result)."""
-    dims = c.params["dims"]
-    ka = range(len(c.shape) - dims, len(c.shape)) if isinstance(dims, int) else dims[0]
-    k = numel([c.shape[i] for i in ka])
-    return numel(c.shape) // k, k, numel(c.params["b"]) // k
+def flops(c: Case) -> float:
+    m, k, n = tensordot_sizes(c.shape, c.params["b"], c.params["dims"])
+    return 2.0 * m * k * n + m * n  # the contraction, then one rsqrt per output
+
+
+def bytes_moved(c: Case) -> float:
+    m, _, n = tensordot_sizes(c.shape, c.params["b"], c.params["dims"])
+    return 4.0 * (numel(c.shape) + numel(c.params["b"]) + m * n)
 
 
 TASK = Task(
@@ -75,7 +78,7 @@ TASK = Task(
         Case((4096, 2048), seed=11, params={"b": (2048, 8192), "dims": 1}),
         Case((128, 64, 32, 64), seed=12, params={"b": (32, 64, 4096), "dims": 2}),
     ),
-    flops=lambda c: 2.0 * sizes(c)[0] * sizes(c)[1] * sizes(c)[2] + sizes(c)[0] * sizes(c)[2],
-    bytes_moved=lambda c: 4.0 * (numel(c.shape) + numel(c.params["b"]) + sizes(c)[0] * sizes(c)[2]),
+    flops=flops,
+    bytes_moved=bytes_moved,
     tolerance=Tolerance(rtol=1e-5, atol=1e-6),
 )

@@ -2,6 +2,7 @@
 
 import torch
 
+from kbx.bounds import close
 from kbx.inputs import Draw, numel
 from kbx.task import Case, Inputs, Task, Tolerance
 
@@ -26,11 +27,6 @@ def make_inputs(case: Case, device: str) -> Inputs:
     return Inputs((param, grad, exp_avg), kwargs)
 
 
-def _close(got: torch.Tensor, want: torch.Tensor) -> torch.Tensor:
-    same_nan = torch.isnan(got) & torch.isnan(want)
-    return ((got - want).abs() <= ATOL + RTOL * want.abs()) | same_nan
-
-
 def check(inputs: Inputs, out) -> str | None:
     """Compare with a float64 evaluation; where the interpolated update is within rounding of 0,
     its sign is ambiguous in float32, and any of the three possible parameters is accepted
@@ -48,9 +44,9 @@ def check(inputs: Inputs, out) -> str | None:
     (ret_p, ret_m), (fin_p, fin_m, fin_g) = out
     for name, got in (("returned param", ret_p), ("param", fin_p)):
         got = got.detach().to(p.device).double()
-        ok = _close(got, decayed - lr * torch.sign(u))
+        ok = close(got, decayed - lr * torch.sign(u), RTOL, ATOL)
         for s in (-1.0, 0.0, 1.0):
-            ok |= ambiguous & _close(got, decayed - lr * s)
+            ok |= ambiguous & close(got, decayed - lr * s, RTOL, ATOL)
         if not bool(ok.all()):
             i = int((~ok).reshape(-1).nonzero()[0])
             want = (decayed - lr * torch.sign(u)).reshape(-1)[i].item()
@@ -63,7 +59,7 @@ def check(inputs: Inputs, out) -> str | None:
         ("exp_avg", fin_m, want_m),
         ("grad", fin_g, g),
     ):
-        ok = _close(got.detach().to(p.device).double(), want)
+        ok = close(got.detach().to(p.device).double(), want, RTOL, ATOL)
         if not bool(ok.all()):
             return f"{name}: {int((~ok).sum())} elements differ (rtol={RTOL:g} atol={ATOL:g})"
     return None

@@ -5,6 +5,7 @@ import math
 import torch
 
 from kbx.inputs import Draw
+from kbx.shapes import adaptive_hw, planes
 from kbx.task import Case, Inputs, Task, Tolerance
 
 # Signed zeros, tiny values and one sign of large value: no window sums +1e4 and -1e4 (that
@@ -19,16 +20,6 @@ def reference(input, output_size):
 def make_inputs(case: Case, device: str) -> Inputs:
     x = Draw(case, device).tensor(case.shape, specials=SPECIALS)
     return Inputs((x, case.params["output_size"]))
-
-
-def out_hw(c: Case) -> tuple[int, int]:
-    s = c.params["output_size"]
-    s = (s, s) if isinstance(s, int) else s
-    return tuple(n if o is None else o for o, n in zip(s, c.shape[-2:], strict=True))
-
-
-def planes(c: Case) -> int:
-    return math.prod(c.shape[:-2])
 
 
 TASK = Task(
@@ -63,6 +54,6 @@ TASK = Task(
         Case((32, 128, 112, 112), seed=13, params={"output_size": (5, 7)}),
     ),
     flops=lambda c: float(planes(c) * c.shape[-2] * c.shape[-1]),
-    bytes_moved=lambda c: 4.0 * planes(c) * (c.shape[-2] * c.shape[-1] + math.prod(out_hw(c))),
+    bytes_moved=lambda c: 4.0 * planes(c) * (c.shape[-2] * c.shape[-1] + math.prod(adaptive_hw(c))),
     tolerance=Tolerance(rtol=1e-5, atol=1e-6),
 )

@@ -3,37 +3,21 @@
 import torch
 
 from kbx.inputs import Draw, numel
+from kbx.quant import away_from_ties, quantize, scales
 from kbx.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30)
 
 
-def scales(t: torch.Tensor) -> torch.Tensor:
-    """One scale per token (row over the head dim): max |t| / 127, 1 for an all-zero row."""
-    s = t.abs().amax(dim=-1, keepdim=True) / 127  # float32 division, correctly rounded
-    return torch.where(s == 0, torch.ones_like(s), s)
-
-
-def quantize(t: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
-    return torch.clamp(torch.round(t / s), -127, 127)  # round half to even
-
-
 def reference(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
     d = query.shape[-1]
-    sq, sk, sv = scales(query), scales(key), scales(value)
+    sq, sk, sv = (scales(t, -1) for t in (query, key, value))  # one scale per token
     qq, kq, vq = quantize(query, sq), quantize(key, sk), quantize(value, sv)
     # integer-valued float32: every partial sum is below 127^2 * d <= 2^24, so this is exact
     acc = torch.matmul(qq, kq.transpose(-1, -2))
     scores = ((acc * sq) * sk.transpose(-1, -2)) * (1.0 / d**0.5)
     p = torch.softmax(scores, dim=-1)  # float32
     return torch.matmul(p, vq * sv)  # float32 probabilities times dequantized V
-
-
-def away_from_ties(t: torch.Tensor) -> torch.Tensor:
-    """Move every t/scale at least 0.1 away from a rounding tie (x.5); the scales do not change."""
-    q = t / scales(t)
-    f = q - torch.round(q)
-    return torch.where(f.abs() > 0.4, (torch.round(q) + f.clamp(-0.4, 0.4)) * scales(t), t)
 
 
 def make_inputs(case: Case, device: str) -> Inputs:
@@ -46,7 +30,7 @@ def make_inputs(case: Case, device: str) -> Inputs:
     v = dr.tensor((*lead, lk, d), specials=SPECIALS)
     if case.dist == "corner":  # all-zero tokens: scale 1, a uniform softmax row / a zero key
         q[..., 1, :], k[..., 2, :], v[..., 3, :] = 0.0, 0.0, 0.0
-    return Inputs(tuple(away_from_ties(t).to(device) for t in (q, k, v)))
+    return Inputs(tuple(away_from_ties(t, scales(t, -1)).to(device) for t in (q, k, v)))
 
 
 def sizes(c: Case) -> tuple[int, int, int, int]:

@@ -3,34 +3,18 @@
 import torch
 
 from kbx.inputs import Draw
+from kbx.quant import away_from_ties, quantize, scales
 from kbx.task import Case, Inputs, Task, Tolerance
 
 # Corner values: mostly signed zeros and tiny values; a rare 1e4 takes over its row's scale.
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30) * 2 + (1e4,)
 
 
-def scales(t: torch.Tensor, dim: int) -> torch.Tensor:
-    s = t.abs().amax(dim=dim) / 127  # float32 division, correctly rounded
-    return torch.where(s == 0, torch.ones_like(s), s)
-
-
-def quantize(t: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
-    return torch.clamp(torch.round(t / s), -127, 127)  # round half to even
-
-
 def reference(input: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
-    sx, sm = scales(input, 2), scales(mat2, 1)  # (B, M) and (B, N)
-    xq, mq = quantize(input, sx[:, :, None]), quantize(mat2, sm[:, None, :])
+    sx, sm = scales(input, 2), scales(mat2, 1)  # (B, M, 1) and (B, 1, N)
+    xq, mq = quantize(input, sx), quantize(mat2, sm)
     acc = torch.bmm(xq.double(), mq.double()).to(torch.int32)  # exact: the int32 accumulation
-    return (acc.float() * sx[:, :, None]) * sm[:, None, :]
-
-
-def away_from_ties(t: torch.Tensor, dim: int) -> torch.Tensor:
-    """Move every t/scale at least 0.1 away from a rounding tie (x.5); the scales do not change."""
-    s = scales(t, dim).unsqueeze(dim)
-    q = t / s
-    f = q - torch.round(q)
-    return torch.where(f.abs() > 0.4, (torch.round(q) + f.clamp(-0.4, 0.4)) * s, t)
+    return (acc.float() * sx) * sm
 
 
 def make_inputs(case: Case, device: str) -> Inputs:
@@ -39,7 +23,8 @@ def make_inputs(case: Case, device: str) -> Inputs:
     x, w = d.tensor((b, m, k), specials=SPECIALS), d.tensor((b, k, n), specials=SPECIALS)
     if case.dist == "corner":  # an all-zero row and column: their scale is 1
         x[0, m // 2], w[b - 1, :, n // 3] = 0.0, 0.0
-    return Inputs((away_from_ties(x, 2).to(device), away_from_ties(w, 1).to(device)))
+    x, w = away_from_ties(x, scales(x, 2)), away_from_ties(w, scales(w, 1))
+    return Inputs((x.to(device), w.to(device)))
 
 
 TASK = Task(

@@ -1,9 +1,10 @@
 """Quantization/conv2d_w8a8: conv2d through symmetric int8 quantization (per image / channel)."""
 
-import torch
 import torch.nn.functional as F
 
 from kbx.inputs import Draw
+from kbx.quant import away_from_ties, quantize, scales
+from kbx.shapes import conv_hw
 from kbx.task import Case, Inputs, Task, Tolerance
 
 # Corner values: mostly signed zeros and tiny values; a rare 1e4 takes over its image's scale.
@@ -11,28 +12,12 @@ SPECIALS = (0.0, -0.0, 1e-30, -1e-30) * 2 + (1e4,)
 DIMS = (1, 2, 3)  # a scale per image (X) and per output channel (W)
 
 
-def scales(t: torch.Tensor) -> torch.Tensor:
-    s = t.abs().amax(dim=DIMS, keepdim=True) / 127  # float32 division, correctly rounded
-    return torch.where(s == 0, torch.ones_like(s), s)
-
-
-def quantize(t: torch.Tensor) -> torch.Tensor:
-    return torch.clamp(torch.round(t / scales(t)), -127, 127)  # round half to even
-
-
 def reference(input, weight, bias=None, stride=1, padding=0):
-    xq, wq = quantize(input), quantize(weight)
+    sx, sw = scales(input, DIMS), scales(weight, DIMS)
+    xq, wq = quantize(input, sx), quantize(weight, sw)
     acc = F.conv2d(xq.double(), wq.double(), None, stride, padding)  # exact integer sums
-    sx, sw = scales(input).reshape(-1, 1, 1, 1), scales(weight).reshape(1, -1, 1, 1)
-    y = (acc.float() * sx) * sw
+    y = (acc.float() * sx.reshape(-1, 1, 1, 1)) * sw.reshape(1, -1, 1, 1)
     return y if bias is None else y + bias.reshape(1, -1, 1, 1)
-
-
-def away_from_ties(t: torch.Tensor) -> torch.Tensor:
-    """Move every t/scale at least 0.1 away from a rounding tie (x.5); the scales do not change."""
-    q = t / scales(t)
-    f = q - torch.round(q)
-    return torch.where(f.abs() > 0.4, (torch.round(q) + f.clamp(-0.4, 0.4)) * scales(t), t)
 
 
 def make_inputs(case: Case, device: str) -> Inputs:
@@ -45,24 +30,19 @@ def make_inputs(case: Case, device: str) -> Inputs:
     b = d.tensor((p["cout"],), dist="normal") if p.get("bias") else None
     if case.dist == "corner":  # an all-zero image and output channel: their scale is 1
         x[n - 1], w[p["cout"] // 2] = 0.0, 0.0
-    args = (away_from_ties(x).to(device), away_from_ties(w).to(device))
+    args = tuple(away_from_ties(t, scales(t, DIMS)).to(device) for t in (x, w))
     args += (None if b is None else b.to(device),)
     return Inputs(args, {a: p[a] for a in ("stride", "padding") if a in p})
 
 
-def out_size(c: Case) -> tuple[int, int]:
-    s, pad, k = c.params.get("stride", 1), c.params.get("padding", 0), c.params["k"]
-    return tuple((x + 2 * pad - k) // s + 1 for x in c.shape[2:])
-
-
 def flops(c: Case) -> float:
-    oh, ow = out_size(c)
+    oh, ow = conv_hw(c)
     return 2.0 * c.shape[0] * c.params["cout"] * oh * ow * c.shape[1] * c.params["k"] ** 2
 
 
 def bytes_moved(c: Case) -> float:
     n, cin, h, w = c.shape
-    oh, ow = out_size(c)
+    oh, ow = conv_hw(c)
     cout, k = c.params["cout"], c.params["k"]
     return 4.0 * (n * cin * h * w + cout * cin * k * k + n * cout * oh * ow)
 

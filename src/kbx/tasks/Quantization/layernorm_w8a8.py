@@ -3,19 +3,11 @@
 import torch
 
 from kbx.inputs import Draw, numel
+from kbx.quant import away_from_ties, quantize, scales
 from kbx.task import Case, Inputs, Task, Tolerance
 
 # Corner values: mostly signed zeros and tiny values; a rare 1e4 takes over its row's scale.
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30) * 2 + (1e4,)
-
-
-def scales(t: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor:
-    s = t.abs().amax(dim=dims, keepdim=True) / 127  # float32 division, correctly rounded
-    return torch.where(s == 0, torch.ones_like(s), s)
-
-
-def quantize(t: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
-    return torch.clamp(torch.round(t / s), -127, 127)  # round half to even
 
 
 def reference(input, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -35,14 +27,6 @@ def reference(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return y if bias is None else y + bias
 
 
-def away_from_ties(t: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor:
-    """Move every t/scale at least 0.1 away from a rounding tie (x.5); the scales do not change."""
-    s = scales(t, dims)
-    q = t / s
-    f = q - torch.round(q)
-    return torch.where(f.abs() > 0.4, (torch.round(q) + f.clamp(-0.4, 0.4)) * s, t)
-
-
 def make_inputs(case: Case, device: str) -> Inputs:
     """shape = input's shape; params: ns (normalized_shape), affine ("wb", "w", "b", ""), eps,
     shift (added to the input: rows with a mean far from zero)."""
@@ -57,9 +41,10 @@ def make_inputs(case: Case, device: str) -> Inputs:
     if case.dist == "corner":  # an all-zero row (scale 1, output = bias) and a constant row
         rows = x.reshape(-1, numel(shape))
         rows[1], rows[2] = 0.0, 3.0
-    x = away_from_ties(x, tuple(range(-len(shape), 0)))
+    dims = tuple(range(-len(shape), 0))
+    x = away_from_ties(x, scales(x, dims))
     if w is not None:
-        w = away_from_ties(w, tuple(range(w.dim())))
+        w = away_from_ties(w, scales(w, tuple(range(w.dim()))))
     args = [t if t is None else t.to(device) for t in (x, w, b)]
     kwargs = {"eps": p["eps"]} if "eps" in p else {}
     return Inputs((args[0], ns, args[1], args[2]), kwargs)

@@ -4,6 +4,7 @@ import torch
 import torch.nn.functional as F
 
 from kbx.inputs import Draw, numel
+from kbx.quant import away_from_ties
 from kbx.task import Case, Inputs, Task, Tolerance
 
 GROUP = 128  # consecutive k that share one scale (the last group of a row may be shorter)
@@ -30,15 +31,6 @@ def reference(input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor = No
     return y.half()
 
 
-def away_from_ties(w: torch.Tensor) -> torch.Tensor:
-    """Move every w/scale at least ~0.1 away from a rounding tie (x.5) without changing a scale
-    (fp16 weights: the moved value is rounded to fp16, which shifts w/scale by < 0.004)."""
-    s = group_scales(w.float())
-    q = w.float() / s
-    f = q - torch.round(q)
-    return torch.where(f.abs() > 0.4, ((torch.round(q) + f.clamp(-0.4, 0.4)) * s).half(), w)
-
-
 def make_inputs(case: Case, device: str) -> Inputs:
     """shape = input's shape (..., K); params: n (out features), bias."""
     p = case.params
@@ -49,7 +41,8 @@ def make_inputs(case: Case, device: str) -> Inputs:
     b = d.tensor((n,), dtype=torch.float16, dist="normal") if p.get("bias") else None
     if case.dist == "corner":  # an all-zero weight group: scale 1, all int4 values 0
         w[n // 2, :GROUP] = 0.0
-    w = away_from_ties(w)
+    # fp16 weights: a moved value is rounded to fp16, which shifts w/scale by < 0.004
+    w = away_from_ties(w.float(), group_scales(w.float())).half()
     return Inputs((x.to(device), w.to(device), None if b is None else b.to(device)))
 
 

@@ -3,31 +3,18 @@
 import torch
 
 from kbx.inputs import Draw
+from kbx.quant import away_from_ties, quantize, scales
 from kbx.task import Case, Inputs, Task, Tolerance
 
 # Corner values: mostly signed zeros and tiny values; a rare 1e4 takes over its row's scale.
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30) * 2 + (1e4,)
 
 
-def scales(t: torch.Tensor, dim: int) -> torch.Tensor:
-    s = t.abs().amax(dim=dim) / 127  # float32 division, correctly rounded
-    return torch.where(s == 0, torch.ones_like(s), s)
-
-
 def reference(input: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    sx, sw = scales(input, 1), scales(weight, 0)
-    xq = torch.clamp(torch.round(input / sx[:, None]), -127, 127)  # round half to even
-    wq = torch.clamp(torch.round(weight / sw[None, :]), -127, 127)
+    sx, sw = scales(input, 1), scales(weight, 0)  # (M, 1) and (1, N)
+    xq, wq = quantize(input, sx), quantize(weight, sw)
     acc = (xq.double() @ wq.double()).to(torch.int32)  # exact: the int32 accumulation
-    return (acc.float() * sx[:, None]) * sw[None, :]
-
-
-def away_from_ties(t: torch.Tensor, dim: int) -> torch.Tensor:
-    """Move every t/scale at least 0.1 away from a rounding tie (x.5); the scales do not change."""
-    q = t / scales(t, dim).unsqueeze(dim)
-    f = q - torch.round(q)
-    moved = (torch.round(q) + f.clamp(-0.4, 0.4)) * scales(t, dim).unsqueeze(dim)
-    return torch.where(f.abs() > 0.4, moved, t)
+    return (acc.float() * sx) * sw
 
 
 def make_inputs(case: Case, device: str) -> Inputs:
@@ -36,7 +23,8 @@ def make_inputs(case: Case, device: str) -> Inputs:
     x, w = d.tensor((m, k), specials=SPECIALS), d.tensor((k, n), specials=SPECIALS)
     if case.dist == "corner":  # an all-zero row and column: their scale is 1
         x[m // 2], w[:, n // 3] = 0.0, 0.0
-    return Inputs((away_from_ties(x, 1).to(device), away_from_ties(w, 0).to(device)))
+    x, w = away_from_ties(x, scales(x, 1)), away_from_ties(w, scales(w, 0))
+    return Inputs((x.to(device), w.to(device)))
 
 
 TASK = Task(

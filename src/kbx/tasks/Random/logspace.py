@@ -4,6 +4,7 @@ import math
 
 import torch
 
+from kbx.cases import table
 from kbx.inputs import Draw
 from kbx.task import Case, Inputs, Task, Tolerance
 
@@ -39,8 +40,7 @@ def make_inputs(case: Case, device: str) -> Inputs:
     )
 
 
-def _case(steps, seed, start, end, **extra):
-    return Case((steps,), seed=seed, params=dict(start=start, end=end, **extra))
+_case = table("start", "end")  # shape: steps; start, end: the ranges the exponents are drawn from
 
 
 TASK = Task(

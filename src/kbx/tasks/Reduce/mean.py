@@ -2,6 +2,7 @@
 
 import torch
 
+from kbx.bounds import off_by
 from kbx.inputs import Draw, numel
 from kbx.task import Case, Inputs, Task, Tolerance
 
@@ -23,23 +24,6 @@ def make_inputs(case: Case, device: str) -> Inputs:
     return Inputs((x, p["dim"], keepdim, dtype, out))
 
 
-def _judge(got, x64, dim, keepdim, f64, what) -> str | None:
-    rtol, ntol = (1e-10, 1e-10) if f64 else (RTOL, NTOL)
-    k = x64.numel() / max(torch.mean(x64, dim, keepdim=keepdim).numel(), 1)
-    want = torch.mean(x64, dim, keepdim=keepdim)
-    norm = torch.sum(x64 * x64, dim, keepdim=keepdim).sqrt() / k
-    err = (got.double() - want).abs()
-    bad = ~(err <= rtol * want.abs() + ntol * norm)  # NaN fails
-    if bad.any():
-        i = int(torch.argmax(torch.where(bad, err, 0.0).reshape(-1).nan_to_num(1e300)))
-        return (
-            f"{what}: {int(bad.sum())}/{bad.numel()} means off by more than {rtol:g}*|mean| + "
-            f"{ntol:g}*||slice||_2/K; worst: got {got.reshape(-1)[i].item():.9g}, exact "
-            f"{want.reshape(-1)[i].item():.9g}"
-        )
-    return None
-
-
 def check(inputs: Inputs, out) -> str | None:
     """|y - exact| <= 1e-5 |exact| + 1e-5 ||slice||_2 / K, exact in float64 (K values averaged).
 
@@ -49,10 +33,15 @@ def check(inputs: Inputs, out) -> str | None:
     x, dim, keepdim, dtype, out_arg = inputs.args
     ret, (final,) = out
     x64 = x.detach().cpu().double()
-    f64 = dtype == torch.float64
-    reason = _judge(ret, x64, dim, keepdim, f64, "returned tensor")
+    rtol, ntol = (1e-10, 1e-10) if dtype == torch.float64 else (RTOL, NTOL)
+    want = torch.mean(x64, dim, keepdim=keepdim)
+    k = x64.numel() / max(want.numel(), 1)
+    norm = torch.sum(x64 * x64, dim, keepdim=keepdim).sqrt() / k
+    bound = rtol * want.abs() + ntol * norm
+    claim = f"means off by more than {rtol:g}*|mean| + {ntol:g}*||slice||_2/K"
+    reason = off_by(ret, want, bound, "returned tensor", claim)
     if reason is None and out_arg is not None:
-        reason = _judge(final, x64, dim, keepdim, f64, "out")
+        reason = off_by(final, want, bound, "out", claim)
     return reason
 
 

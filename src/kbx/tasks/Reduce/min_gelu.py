@@ -2,6 +2,7 @@
 
 import torch
 
+from kbx.bounds import close
 from kbx.inputs import Draw, numel
 from kbx.task import Case, Inputs, Task, Tolerance
 
@@ -23,11 +24,6 @@ def make_inputs(case: Case, device: str) -> Inputs:
     return Inputs((x,), dict(case.params))
 
 
-def _close(got: torch.Tensor, want: torch.Tensor) -> torch.Tensor:
-    both_nan = torch.isnan(got) & torch.isnan(want)
-    return ((got - want).abs() <= ATOL + RTOL * want.abs()) | both_nan
-
-
 def check(inputs: Inputs, out) -> str | None:
     """Values within tolerance of the reference minimum; an index is accepted when the reference
     GELU at it equals the minimum within the same tolerance (near the GELU's flat minimum, one
@@ -39,20 +35,20 @@ def check(inputs: Inputs, out) -> str | None:
         want = g.min()  # NaN if any element is NaN
         return (
             None
-            if bool(_close(out.double(), want))
+            if bool(close(out.double(), want, RTOL, ATOL))
             else (f"minimum {out.item():.9g}, expected {want.item():.9g}")
         )
     values, indices = out
     want = torch.min(g, dim, keepdim=True).values
     want = want if keepdim else want.squeeze(dim)
-    bad = ~_close(values.double(), want)
+    bad = ~close(values.double(), want, RTOL, ATOL)
     if bad.any():
         return f"{int(bad.sum())}/{bad.numel()} minima outside rtol={RTOL:g} atol={ATOL:g}"
     idx = indices if keepdim else indices.unsqueeze(dim)
     if bool(((idx < 0) | (idx >= x.shape[dim])).any()):
         return "indices out of range"
     at = torch.gather(g, dim, idx)
-    bad = ~_close(at, want if keepdim else want.unsqueeze(dim))
+    bad = ~close(at, want if keepdim else want.unsqueeze(dim), RTOL, ATOL)
     if bad.any():
         return f"{int(bad.sum())} indices point at elements whose GELU is not the minimum"
     return None

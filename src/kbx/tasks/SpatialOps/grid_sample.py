@@ -4,11 +4,11 @@ import torch
 import torch.nn.functional as F
 
 from kbx.inputs import Draw
+from kbx.sampling import TAPS, mode, out_elems, outside
 from kbx.task import Case, Inputs, Task, Tolerance
 
 IMAGE_SPECIALS = (0.0, -0.0, 1e-30, 1e3, -1e3)
 GRID_SPECIALS = (0.0, -0.0, 1.0, -1.0, 1.5, -2.5, 30.0)  # borders, outside, far outside
-JITTER = 2.0**-18  # allowed grid displacement, relative to 1 + |g|
 
 
 def reference(input, grid, mode="bilinear", padding_mode="zeros", align_corners=False):
@@ -25,54 +25,10 @@ def make_inputs(case: Case, device: str) -> Inputs:
     return Inputs((x, grid), p)
 
 
-def envelope(x, grid, kw) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """float64 range of the output over grid points displaced by up to JITTER * (1 + |g|) per
-    component (float32 coordinate rounding), widened by its own width, and a magnitude scale."""
-    x, grid = x.double(), grid.double()
-    eps = JITTER * (1 + grid.abs())
-    lo = hi = None
-    for a in (-1, 0, 1):
-        for b in (-1, 0, 1):
-            shift = torch.stack((a * eps[..., 0], b * eps[..., 1]), dim=-1)
-            v = F.grid_sample(x, grid + shift, **kw)
-            lo = v if lo is None else torch.minimum(lo, v)
-            hi = v if hi is None else torch.maximum(hi, v)
-    width = hi - lo
-    # Rounding scale: sum of |weight * tap| for bilinear and nearest; for bicubic (negative
-    # lobes, 16 taps) the largest |x| within 2 pixels.
-    if kw.get("mode", "bilinear") == "bicubic":
-        local = F.max_pool2d(x.abs(), 5, stride=1, padding=2)
-        scale = F.grid_sample(local, grid, "bilinear", "border", align_corners=False)
-    else:
-        scale = F.grid_sample(x.abs(), grid, **kw)
-    return lo - width, hi + width, scale + lo.abs() + hi.abs()
-
-
 def check(inputs: Inputs, out: torch.Tensor) -> str | None:
+    """Within float32 coordinate rounding of the float64 result (kbx.sampling)."""
     x, grid = inputs.args[:2]
-    lo, hi, scale = envelope(x, grid, dict(inputs.kwargs))
-    got = out.to(x.device).double()
-    slack = 1e-5 * scale
-    bad = ~((got >= lo - slack) & (got <= hi + slack))
-    if not bad.any():
-        return None
-    i = int(torch.argmax(bad.reshape(-1).to(torch.int8)))
-    return (
-        f"{int(bad.sum())}/{bad.numel()} outputs outside the accepted range; first at flat index "
-        f"{i}: got {got.reshape(-1)[i].item():.7g}, accepted "
-        f"[{(lo - slack).reshape(-1)[i].item():.7g}, {(hi + slack).reshape(-1)[i].item():.7g}]"
-    )
-
-
-def out_elems(c: Case) -> int:
-    return c.shape[0] * c.shape[1] * c.params["out"][0] * c.params["out"][1]
-
-
-TAPS = {"nearest": 1, "bilinear": 4, "bicubic": 16}
-
-
-def mode(m: str, pad: str, align: bool) -> dict:
-    return {"mode": m, "padding_mode": pad, "align_corners": align}
+    return outside(x, grid, dict(inputs.kwargs), out)
 
 
 TASK = Task(

@@ -5,6 +5,7 @@ import math
 import torch
 
 from kbx.inputs import Draw
+from kbx.shapes import resized_hw
 from kbx.task import Case, Inputs, Task, Tolerance
 
 # Signed zeros, infinities and a NaN: nearest copies them unchanged.
@@ -70,17 +71,9 @@ def check(inputs: Inputs, out: torch.Tensor) -> str | None:
     return None
 
 
-def out_hw(c: Case) -> tuple[int, int]:
-    size, sf = c.params.get("size"), c.params.get("scale_factor")
-    if size is not None:
-        return (size, size) if isinstance(size, int) else tuple(size)
-    sf = (sf, sf) if isinstance(sf, float | int) else sf
-    return tuple(math.floor(n * s) for n, s in zip(c.shape[2:], sf, strict=True))
-
-
 def moved(c: Case) -> float:
     n, ch, h, w = c.shape
-    oh, ow = out_hw(c)
+    oh, ow = resized_hw(c, "size", "scale_factor")
     return 4.0 * n * ch * (h * w + oh * ow)
 
 
@@ -149,7 +142,7 @@ TASK = Task(
         (11.0 if c.params.get("mode") == "bilinear" else 0.0)
         * c.shape[0]
         * c.shape[1]
-        * math.prod(out_hw(c))
+        * math.prod(resized_hw(c, "size", "scale_factor"))
     ),
     bytes_moved=moved,
     tolerance=Tolerance(rtol=1e-5, atol=1e-5),  # unused: check() judges the values

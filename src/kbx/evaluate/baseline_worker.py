@@ -1,11 +1,11 @@
-"""Timing of the PyTorch baselines (eager, ``torch.compile``) of one task's reference.
+"""The trusted process that times the PyTorch baselines (eager, ``torch.compile``) of one task.
 
-Runs as a trusted process of its own, never in the parent: ``python -m kbx.evaluate.baseline
+Runs as a process of its own, never in the parent: ``python -m kbx.evaluate.baseline_worker
 TASK_ID KINDS CASES LOCK [CORE]`` prints one JSON object ``{"<case>:<kind>": ms or null}``, and
 with ``--serve`` it answers such requests one per line (``compile_pool``), task after task.
 torch.compile's tracing is neither thread-safe nor free of the GIL, and eager's timed calls in
-the parent waited on the GIL behind its job threads (``perf.in_worker``); a process per task in
-flight lets several tasks compile at once without sharing dynamo's state (reset before each
+the parent waited on the GIL behind its job threads (``baselines.in_worker``); a process per task
+in flight lets several tasks compile at once without sharing dynamo's state (reset before each
 compile).  Only kbx and torch are imported here, never a candidate.
 """
 
@@ -20,8 +20,8 @@ from typing import Any
 import torch
 
 from kbx.evaluate.benchtime import time_case
-from kbx.evaluate.runner import fresh_arguments, full_fp32
-from kbx.evaluate.sandbox import process_cpu_s
+from kbx.evaluate.childenv import process_cpu_s
+from kbx.evaluate.tensors import fresh_arguments, full_fp32
 from kbx.runtime import cores, gpuwait
 from kbx.runtime.gpulock import exclusive, holding, locked, shared
 from kbx.runtime.gpuops import gpu_ops_locked
@@ -38,7 +38,7 @@ def measure(
     graph under an exclusive hold (``compiled``).  Both kinds warm up
     under the shared lock, alongside other GPU work, and take the exclusive lock only for their
     timed calls; the warm-up makes way for a waiting timing between its calls
-    (``timing.warm_up``), never inside one, whose duration decides how the case is timed.  A
+    (``clock.warm_up``), never inside one, whose duration decides how the case is timed.  A
     reference that torch.compile cannot handle gives None."""
     case = task.bench[index]
     if inputs is None:
@@ -73,7 +73,7 @@ def compiled(reference: Callable[..., Any], lock: str | None) -> Callable[..., A
     static shapes), whose compiled graphs run under the GPU lock: a graph's first run, outside
     the timing engine's holds, takes an exclusive hold, since inductor benchmarks its kernels'
     configs then to pick one (and may build cuBLAS and cuDNN state).  Compiling, the CPU's part,
-    stays outside the lock: with one compile thread (``perf.ONE_THREAD``), inductor compiles
+    stays outside the lock: with one compile thread (``baselines.ONE_THREAD``), inductor compiles
     every kernel while it builds the graph, before that first run.
 
     Unlocked, those first runs could overlap other processes' timings and slow them

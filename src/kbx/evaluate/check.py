@@ -6,7 +6,6 @@ device and cached for the life of the run.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -16,7 +15,7 @@ import torch
 from torch.utils._pytree import tree_leaves, tree_map
 
 from kbx.evaluate.compare import compare
-from kbx.evaluate.runner import (
+from kbx.evaluate.tensors import (
     detached,
     fresh_arguments,
     full_fp32,
@@ -44,25 +43,27 @@ EXACT = Tolerance(rtol=0.0, atol=0.0)
 AHEAD_WORKERS = 4
 # Benchmark cases computed ahead, at most this many bytes (``Task.bytes_moved``) in flight on one
 # GPU, the workers of ``kbx.run.workers`` that share it together (each is told its part in
-# KBX_AHEAD_BYTES).  Most tasks have a benchmark case over 256 MB, so a per-case cap would leave
-# their checks on the job's critical path; a larger budget costs GPU memory without shortening
-# the run (docs/design/throughput.md, Reference look-ahead).  A case that does not fit when its
-# task starts is computed when the judge needs it.
+# ``Tuning.ahead_bytes``).  Most tasks have a benchmark case over 256 MB, so a per-case cap would
+# leave their checks on the job's critical path; a larger budget costs GPU memory without
+# shortening the run (docs/design/throughput.md, Reference look-ahead).  A case that does not fit
+# when its task starts is computed when the judge needs it.
 AHEAD_GPU_BYTES = 4 << 30
 _ahead: dict[tuple[str, str, str, int], Future[tuple[Inputs, Any]]] = {}
 _ahead_bytes: dict[tuple[str, str, str, int], int] = {}  # reserved by a prefetched bench case
 _ahead_pool = ThreadPoolExecutor(AHEAD_WORKERS, thread_name_prefix="kbx-references")
 
 
-def ahead_budget() -> int:
-    """Bytes of benchmark cases this process may compute ahead at once (KBX_AHEAD_BYTES)."""
-    return int(os.environ.get("KBX_AHEAD_BYTES", AHEAD_GPU_BYTES))
-
-
-def prefetch(task: Task, device: str, lock: str | None, gpu: int | None, timed: bool) -> None:
+def prefetch(
+    task: Task,
+    device: str,
+    lock: str | None,
+    gpu: int | None,
+    timed: bool,
+    budget: int = AHEAD_GPU_BYTES,
+) -> None:
     """Start computing what ``judge`` will need while the candidate runs: the correctness cases and
     their refills (cached like any), and in a timed run each benchmark case for the contents its
-    last timed call gets (the case redrawn: see ``benchtime.time_case``), as far as ``ahead_budget``
+    last timed call gets (the case redrawn: see ``benchtime.time_case``), as far as ``budget``
     allows: otherwise the judge's reference work (tens of seconds for linear-algebra tasks, whose
     inputs are drawn in float64 on the CPU) follows the child's (docs/design/throughput.md,
     Reference look-ahead).  ``expected`` takes a prefetched result when there is one; ``forget``
@@ -70,7 +71,6 @@ def prefetch(task: Task, device: str, lock: str | None, gpu: int | None, timed: 
     wanted = [(k, i, 0) for k in ("cases", "refill") for i in range(len(task.cases))]
     if timed:
         wanted += [("timed_refill", i, int(task.bytes_moved(c))) for i, c in enumerate(task.bench)]
-    budget = ahead_budget()
     for kind, index, size in wanted:
         key = (task.id, device, kind, index)
         with _lock:

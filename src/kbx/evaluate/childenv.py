@@ -1,0 +1,175 @@
+"""The child's settings and surroundings: what it may see of the environment, its GPU, its
+file size cap, its Triton kernel cache, and the fork server's environment (the children's, less
+what each sets for itself).
+
+``settings`` turns a candidate's ``EvalConfig`` into the ``SandboxConfig`` a child runs under;
+paths are made absolute, since the child runs in a folder of its own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import kbx
+from kbx.config import EvalConfig, Limits
+from kbx.evaluate import expect, outputs
+from kbx.runtime import cores
+from kbx.task import Task
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    device: str
+    perf: bool
+    require_triton: bool = True
+    limits: Limits = Limits()
+    cache_dir: Path | None = None  # Triton kernel cache shared by the run's children
+    lock_path: Path | None = None  # per-GPU timing lock
+    threads: int = 1
+    gpu: int | None = None  # index among the parent's visible GPUs; None: the default one
+    profile: bool = False  # also measure kernel time with the torch profiler (cross-check)
+    connections: int = 1  # CUDA_DEVICE_MAX_CONNECTIONS of a child (0: the driver's default)
+    fork: bool = True  # start children from the fork server (forkserver.py), not a new Python
+    timing_core: int | None = None  # the core its timing turn runs on (``cores``)
+
+    @property
+    def lock(self) -> str | None:
+        """The GPU lock's path as the child, the parent and the baseline workers name it."""
+        return str(self.lock_path) if self.lock_path else None
+
+
+
+
+def settings(cfg: EvalConfig) -> SandboxConfig:
+    """The child's settings for ``cfg``: the run folder's Triton cache (or the tuning's shared
+    one) and, on a GPU, that GPU's lock and timing core."""
+    run_dir = cfg.run_dir.resolve() if cfg.run_dir else None
+    tuning = cfg.tuning
+    cache = tuning.triton_cache.resolve() if tuning.triton_cache else None
+    if cache is None and run_dir is not None:
+        cache = run_dir / "triton-cache"
+    cuda = cfg.device == "cuda"
+    return SandboxConfig(
+        device=cfg.device,
+        perf=cfg.timed,
+        limits=cfg.limits,
+        threads=cfg.threads,
+        require_triton=cfg.require_triton,
+        cache_dir=cache,
+        lock_path=run_dir / f"gpu{cfg.gpu or 0}.lock" if run_dir and cuda else None,
+        gpu=cfg.gpu,
+        profile=tuning.profile,
+        fork=tuning.fork_server,
+        timing_core=cores.for_gpu(cfg.gpu) if cuda else None,
+        connections=tuning.connections,
+    )
+
+
+ENV_KEEP = (
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "LD_LIBRARY_PATH",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_DRIVER_CAPABILITIES",
+    "TRITON_PTXAS_PATH",
+    "TRITON_LIBCUDA_PATH",
+)
+
+
+def child_env(workdir: Path, cfg: SandboxConfig) -> dict[str, str]:
+    """The child's whole environment."""
+    env = {k: os.environ[k] for k in ENV_KEEP if k in os.environ}
+    env.update(
+        HOME=str(workdir),
+        TMPDIR=str(workdir),
+        USER="kbx-child",  # its uid has no passwd entry: getpass.getuser() reads these first
+        LOGNAME="kbx-child",
+        PYTHONDONTWRITEBYTECODE="1",
+        PYTHONPATH=SOURCE_ROOT,
+        OMP_NUM_THREADS=str(cfg.threads),
+        MKL_NUM_THREADS=str(cfg.threads),
+        TRITON_CACHE_DIR=str(cfg.cache_dir or workdir / "triton-cache"),  # Child: its own
+        # autotuning results go to that cache too: a kernel seen before (another candidate's,
+        # or the same one in an earlier run sharing the cache) is not benchmarked again
+        TRITON_CACHE_AUTOTUNING="1",
+    )
+    if cfg.gpu is not None:  # the child sees only its GPU, as cuda:0
+        env["CUDA_VISIBLE_DEVICES"] = visible_gpu(cfg.gpu)
+    if cfg.connections:  # in the fork server's environment too: its spares' contexts
+        env["CUDA_DEVICE_MAX_CONNECTIONS"] = str(cfg.connections)
+    return env
+
+
+def server_env(cfg: SandboxConfig) -> dict[str, str]:
+    """The fork server's environment: the children's, less what each child sets for itself
+    (its folder, its GPU)."""
+    env = child_env(Path("."), dataclasses.replace(cfg, gpu=None))
+    return env
+
+
+def first_spares(cfg: SandboxConfig, slots: Sequence[int | None]) -> dict[str, int]:
+    """The spares to fork at the server's start: one per job slot, by visible devices."""
+    return dict(Counter(visible_devices(cfg, gpu) for gpu in slots))
+
+
+def visible_devices(cfg: SandboxConfig, gpu: int | None) -> str:
+    """CUDA_VISIBLE_DEVICES of a child on ``gpu`` (empty: not set), as the fork server keys its
+    spares."""
+    return child_env(Path("."), dataclasses.replace(cfg, gpu=gpu)).get("CUDA_VISIBLE_DEVICES", "")
+
+
+SOURCE_ROOT = str(Path(kbx.__file__).resolve().parent.parent)  # what a kbx subprocess imports from
+
+
+def visible_gpu(gpu: int) -> str:
+    """CUDA_VISIBLE_DEVICES for a process that must see only this parent's GPU ``gpu``."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
+    return visible[gpu] if gpu < len(visible) and visible[0] else str(gpu)
+
+
+
+
+def file_cap(task: Task, device: str) -> int:
+    """The largest file a child may write (RLIMIT_FSIZE): four times the largest output file the
+    parent reads (``outputs.case_bytes_cap`` of the largest case it runs, three runs for a
+    random task), so that an output somewhat too large is still read and named, while a
+    candidate cannot fill the folder's memory-backed disk with one file."""
+    cases = list(task.cases) + [task.bench[i] for i in expect.bench_plan(task, device)]
+    runs = 3 if task.random else 1
+    return 4 * max(outputs.case_bytes_cap(runs * int(task.bytes_moved(c))) for c in cases)
+
+
+def kernel_cache(cfg: SandboxConfig, workdir: Path, code: str) -> Path:
+    """The Triton kernel cache a child writes: the run's (or ``--triton-cache``'s), in a folder
+    of this candidate's code alone, so that no candidate can plant a kernel or an autotuning
+    choice that another one loads, while the same code evaluated again (a warm run) finds its
+    own; without a run folder, one in the child's own folder."""
+    folder = workdir / "triton-cache"
+    if cfg.cache_dir is not None:
+        folder = cfg.cache_dir / hashlib.sha256(code.encode()).hexdigest()[:24]
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def process_cpu_s(pid: int) -> float | None:
+    """CPU seconds of a live process so far, with those of its children it has waited for
+    (Triton's ``ptxas``): ``/proc/<pid>/stat``; None where there is no such file."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+    utime, stime, cutime, cstime = (int(f) for f in fields[11:15])
+    return (utime + stime + cutime + cstime) / os.sysconf("SC_CLK_TCK")
+
+

@@ -1,0 +1,90 @@
+"""A whole evaluation run: read the source, skip what the run folder's store has, evaluate the rest
+with an Evaluator, longest tasks first, and export the results.
+
+Every result is stored as it comes, so a run that stops (Ctrl-C, a crash) resumes where it was
+when the same command runs again; ``results.jsonl`` and ``summary.json`` are written at the end,
+and also when the run is interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kbx.candidate import Candidate, read_source
+from kbx.evaluate.baselines import open_baselines
+from kbx.result import Result
+from kbx.run.scheduler import OnBaseline
+from kbx.store import Store, export
+from kbx.suite import select
+
+if TYPE_CHECKING:
+    from kbx.evaluator import Evaluator
+
+
+@dataclass
+class RunPlan:
+    candidates: list[Candidate]
+    todo: list[Candidate]
+    suite_size: int
+
+
+def plan_run(source: Path, store: Store, pattern: str | None) -> RunPlan:
+    candidates = [c for c in read_source(source) if keep(c, pattern)]
+    done = store.keys()
+    todo = [c for c in candidates if c.key not in done]
+    return RunPlan(candidates, todo, len(select(pattern)))
+
+
+def keep(candidate: Candidate, pattern: str | None) -> bool:
+    if pattern is None or candidate.problem:
+        return True
+    return any(t.id == candidate.task_id for t in select(pattern))
+
+
+def longest_first(todo: list[Candidate], known: dict[str, float]) -> list[Candidate]:
+    """Candidates whose task took longest last time on this machine first (a task never timed
+    here counts as the median one; ties keep source order): a linear-algebra task can take a
+    minute of a job, which at the end of a run would leave the other jobs idle."""
+    if not known:
+        return todo
+    typical = statistics.median(known.values())
+    return sorted(todo, key=lambda c: -known.get(c.task_id, typical))
+
+
+def run_eval(
+    source: Path,
+    out_dir: Path,
+    ev: Evaluator,
+    pattern: str | None = None,
+    on_start: Callable[[RunPlan], None] | None = None,
+    on_result: Callable[[Result], None] | None = None,
+    on_baseline: OnBaseline | None = None,
+) -> dict[str, Any]:
+    """Evaluate ``source`` into ``out_dir`` with ``ev``; the run's summary."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "config.json").write_text(json.dumps(ev.config.record(), indent=2) + "\n")
+    store = Store(out_dir / "kbx.sqlite")
+    try:
+        plan = plan_run(source, store, pattern)
+        if on_start:
+            on_start(plan)
+        timed = ev.config.timed
+        cache = open_baselines(ev.config.baseline_cache) if timed else None
+        todo = longest_first(plan.todo, cache.durations() if cache else {})
+        try:
+            for cand, result in ev.pairs(todo, on_baseline):
+                store.put(cand.key, dict(result.record(), key=cand.key))
+                if cache and result.task_id:
+                    cache.put_duration(result.task_id, result.duration_s)
+                if on_result:
+                    on_result(result)
+        finally:  # what is done so far, also when interrupted
+            summary = export(store, out_dir, plan.suite_size, {c.key for c in plan.candidates})
+        return dict(summary, config=ev.config.record())
+    finally:
+        store.close()
