@@ -83,7 +83,6 @@ def one_run(out: Path, cache: Path, args: argparse.Namespace, profile: bool = Fa
         baselines_first=args.baselines_first,
         baseline_workers=args.baseline_workers,
         check_threads=args.check_threads,
-        thread_streams=args.thread_streams,
     )
     cache_file = cache / "baselines.sqlite"
     shutil.rmtree(out, ignore_errors=True)  # a store left by an earlier run would be resumed
@@ -277,11 +276,6 @@ def main() -> int:
         help="worker processes driving the jobs (kbx.run.workers; default: one per GPU, "
         "kbx.evaluator.LocalBackend)",
     )
-    p.add_argument(
-        "--thread-streams",
-        action="store_true",
-        help="the parent's threads each on a CUDA stream of their own (gpuops.use_thread_streams)",
-    )
     p.add_argument("--source-hash", action="store_true", help="print source_hash and exit")
     args = p.parse_args()
     if args.source_hash:
@@ -367,7 +361,6 @@ def finish(args: argparse.Namespace, figures: dict[str, Any]) -> int:
         baseline_workers=args.baseline_workers,
         check_threads=torch.get_num_threads(),  # the parent's, as the scheduler set them
         procs=args.procs or (len(gpu_list(args)) if len(gpu_list(args)) > 1 else 1),
-        thread_streams=args.thread_streams,
         src_sha256=source_hash(),  # the code that ran, where a copied tree's .git is stale
         git=subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
@@ -386,7 +379,6 @@ def finish(args: argparse.Namespace, figures: dict[str, Any]) -> int:
         + (f" --warm-runs {args.warm_runs}" if args.warm_runs != 2 else "")
         + (f" --check-threads {args.check_threads}" if args.check_threads else "")
         + (f" --procs {args.procs}" if args.procs else "")
-        + (" --thread-streams" if args.thread_streams else "")
     )
     write(args, figures)
     print(json.dumps({k: v for k, v in figures.items() if not k.startswith("stages")}, indent=1))

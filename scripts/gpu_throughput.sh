@@ -17,8 +17,7 @@
 # Cold runs measure every baseline before any candidate (the default --baselines-first); BFIRST=0
 # adds --no-baselines-first (each task's beside its candidate), BWORKERS=N --baseline-workers
 # (tasks measured at once per GPU in that stage), CHECK_THREADS=N --check-threads (the parent's
-# torch threads), PROCS=N --procs (worker processes driving the jobs), STREAMS=1
-# --thread-streams (the parent's threads each on a CUDA stream), JOBS=N the jobs per GPU
+# torch threads), PROCS=N --procs (worker processes driving the jobs), JOBS=N the jobs per GPU
 # (default 16).
 # SEED=1 (the default) first seeds the cache's job times, where it has none for a task, from
 # committed H200 records (scripts/seed_durations.py), so that even a first run on a machine
@@ -61,7 +60,6 @@ esac
 [ -n "${BWORKERS:-}" ] && args+=(--baseline-workers "$BWORKERS")  # tasks at once per GPU there
 [ -n "${CHECK_THREADS:-}" ] && args+=(--check-threads "$CHECK_THREADS")  # the parent's torch threads
 [ -n "${PROCS:-}" ] && args+=(--procs "$PROCS")  # worker processes driving the jobs
-[ "${STREAMS:-0}" = 1 ] && args+=(--thread-streams)  # the parent's threads on streams of their own
 # a machine without the kernels: compile them first (its records come back too)
 [ "${PRIME:-0}" = 1 ] && { args+=(--prime); runs=(prime "${runs[@]}"); }
 [ "${WARM_RUNS:-2}" = 0 ] && runs=(prime)  # with PRIME=1: the priming run alone

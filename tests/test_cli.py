@@ -51,6 +51,7 @@ def test_eval_measures_baselines_first_unless_the_configuration_says_not(tmp_pat
     config.write_text("baselines_first = false\n")
     assert not load_tuning(config).baselines_first
 
+
 def test_cuda_without_a_gpu_is_one_line_and_exit_2(tmp_path, capsys):
     """Issue 25's newcomer path: no tracebacks, no 67 s of failing children."""
     import torch

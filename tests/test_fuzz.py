@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from kbx.candidate import Candidate, read_source
-from kbx.evaluate import channel, outputs
+from kbx.evaluate import channel, outtree
 from kbx.evaluate.channel import ChannelError, LineReader, parse_line
 from kbx.evaluate.outputs import OutputError, read_case, write_case
 from kbx.result import CaseTiming, Result
@@ -207,7 +207,7 @@ def test_line_reader_over_a_real_pipe(chunks, cap):
 
 # ---- c) the child's output files ----
 
-DTYPES = sorted(outputs.DTYPES | set(outputs.COMPLEX), key=str)
+DTYPES = sorted(outtree.DTYPES | set(outtree.COMPLEX), key=str)
 
 
 @st.composite
@@ -238,21 +238,21 @@ OUTPUT = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.lists(inner, max_size=4).map(tuple),
     max_leaves=8,
 )
-RUNS = st.lists(OUTPUT, max_size=outputs.MAX_RUNS)
+RUNS = st.lists(OUTPUT, max_size=outtree.MAX_RUNS)
 
 
 def check_runs(runs: list[Any]) -> None:
     """Only what a file ``write_case`` wrote can hold, and on the CPU."""
-    assert isinstance(runs, list) and len(runs) <= outputs.MAX_RUNS
+    assert isinstance(runs, list) and len(runs) <= outtree.MAX_RUNS
     stack: list[tuple[Any, int]] = [(run, 1) for run in runs]
     while stack:
         x, depth = stack.pop()
-        assert depth <= outputs.MAX_DEPTH
+        assert depth <= outtree.MAX_DEPTH
         if isinstance(x, tuple | list):
             stack.extend((v, depth + 1) for v in x)
         elif isinstance(x, torch.Tensor):
             assert type(x) is torch.Tensor and x.device.type == "cpu"
-            assert x.dtype in outputs.DTYPES or x.dtype in outputs.COMPLEX
+            assert x.dtype in outtree.DTYPES or x.dtype in outtree.COMPLEX
         else:
             assert x is None or type(x) in (bool, int, float, complex, str)
 
@@ -336,7 +336,7 @@ ENTRY = st.fixed_dictionaries(
 def test_read_case_on_forged_headers(scratch, entries, tree, data):
     header: dict[str, Any] = dict(entries)
     if tree is not None:
-        header["__metadata__"] = {outputs.TREE_KEY: json.dumps(tree)}
+        header["__metadata__"] = {outtree.TREE_KEY: json.dumps(tree)}
     text = json.dumps(header).encode()
     try_read(scratch / "cases-3.safetensors", struct.pack("<Q", len(text)) + text + data)
 

@@ -93,7 +93,7 @@ def test_a_run_over_worker_processes_judges_every_candidate_even_when_a_worker_d
     slow = "import time\ntime.sleep(15)\n" + (REFERENCE / "Math" / "abs.py").read_text()
     (source / "Math" / "abs.py").write_text(slow)  # first in source order; its worker is killed
     reserved: list[object] = []
-    monkeypatch.setattr(cores, "reserve", reserved.append)
+    monkeypatch.setattr(cores.Reservation, "reserve", lambda self, gpus: reserved.append(gpus))
     sys.setswitchinterval(0.005)
     out = tmp_path / "run"
     tuning = Tuning(jobs=2, procs=2, limits=LIMITS)

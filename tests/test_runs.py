@@ -19,7 +19,7 @@ import torch
 
 from kbx.candidate import Candidate
 from kbx.config import EvalConfig, Tuning
-from kbx.evaluate import baselines, check, childenv, pipeline
+from kbx.evaluate import baselines, childenv, pipeline, references
 from kbx.evaluate.baselines import BaselineCache
 from kbx.evaluate.childenv import SandboxConfig, child_env
 from kbx.result import Result
@@ -52,11 +52,14 @@ def gpu_setup(monkeypatch) -> list[object]:
 
     monkeypatch.setattr(servers, "start_server", server)
     monkeypatch.setattr(gpuwait, "asleep", lambda: done.append("asleep") or True)
-    monkeypatch.setattr(gpuops, "use_thread_streams", lambda on: done.append(("streams", on)))
-    monkeypatch.setattr(cores, "reserve", lambda gpus: done.append(("reserve", list(gpus))) or {})
-    monkeypatch.setattr(cores, "register", lambda lock, core: done.append(("register", lock)))
+
+    def reserve(self, gpus):
+        done.append(("reserve", list(gpus)))
+        return {}
+
+    monkeypatch.setattr(cores.Reservation, "reserve", reserve)
     monkeypatch.setattr(gpuops, "make_context", lambda gpu: done.append(("context", gpu)))
-    monkeypatch.setattr(check, "preload", lambda: done.append("preload"))
+    monkeypatch.setattr(references, "preload", lambda: done.append("preload"))
     return done
 
 
@@ -71,11 +74,11 @@ def cands(*task_ids: str) -> list[Candidate]:
 def test_a_gpu_schedulers_start_sets_up_each_gpu_once(gpu_setup, tmp_path):
     sched = Scheduler(EvalConfig(device="cuda", run_dir=tmp_path), jobs=4, gpus=[0, 1]).start()
     try:
-        gpuops.wait_loaded()  # the contexts are made in the background
+        for loader in [t for t in threading.enumerate() if t.name == "kbx-load"]:
+            loader.join(10)  # the contexts are made in the background
         assert ("server", "cuda", [0, 1, 0, 1]) in gpu_setup  # a spare per job slot
         assert ("reserve", [0, 1]) in gpu_setup and "asleep" in gpu_setup
-        locks = [step[1] for step in gpu_setup if step[0] == "register"]
-        assert locks == [str(tmp_path / "gpu0.lock"), str(tmp_path / "gpu1.lock")]
+        assert [sched.lock(g) for g in (0, 1)] == [str(tmp_path / f"gpu{g}.lock") for g in (0, 1)]
         assert [step for step in gpu_setup if step[0] == "context"] == [
             ("context", 0),
             ("context", 1),
@@ -110,7 +113,7 @@ def test_jobs_are_spread_over_the_gpus_and_their_slots_come_back(monkeypatch, gp
         assert first_four == [0, 0, 1, 1]
         assert {gpu for _, gpu in seen} == {0, 1}
         assert sorted(sched.slots.queue) == [0, 0, 1, 1]  # each slot handed back
-        assert all(s is sched.servers for s in given)  # the scheduler's own fork servers
+        assert all(s.servers is sched.servers for s in given)  # the scheduler's own fork servers
         again = [Candidate(f"again{i}", "Math/add", "x") for i in range(2)]
         assert {c.source for c, _ in sched.submit(again)} == {"again0", "again1"}
     finally:
@@ -167,7 +170,7 @@ def test_loading_makes_each_gpus_context_and_lets_the_threads_go_even_if_it_fail
     def fails() -> None:
         raise RuntimeError("no fake tensors")
 
-    monkeypatch.setattr(check, "preload", fails)
+    monkeypatch.setattr(references, "preload", fails)
     waiter = threading.Thread(target=gpuops.wait_loaded, daemon=True)
     gpuops.begin_loading()
     waiter.start()
@@ -184,7 +187,7 @@ def fake_measure(record: list[tuple[str, int | None, str | None]]):
     """A stand-in for ``Baselines.ms`` that records the task, GPU and lock of each measurement;
     Math/add's fails, as a broken reference's would."""
 
-    def ms(self, task, kinds, lock_path, gpu=None):
+    def ms(self, task, kinds, lock_path, gpu=None, core=None):
         record.append((task.id, gpu, lock_path))
         if task.id == "Math/add":
             raise RuntimeError("eager failed")  # left to the task's job, which reports it
@@ -247,7 +250,7 @@ def test_the_baselines_stage_measures_as_many_tasks_at_once_as_it_is_told(monkey
     most: list[list[int | None]] = [[]]
     changed = threading.Condition()
 
-    def fake_ms(self, task, kinds, lock_path, gpu=None):
+    def fake_ms(self, task, kinds, lock_path, gpu=None, core=None):
         with changed:
             busy.append(gpu)
             if len(busy) > len(most[0]):

@@ -64,7 +64,6 @@ class Tuning(BaseModel):
     compile_baseline: bool = Field(True, description="also time torch.compile of the reference")
     triton_cache: Path | None = Field(None, description="a Triton cache shared across runs")
     profile: bool = Field(False, description="cross-check timings with the torch profiler")
-    thread_streams: bool = Field(False, description="the parent's threads on streams of their own")
     trace: bool = Field(False, description="start-up marks on stderr (logger kbx.trace)")
     limits: Limits = Field(default_factory=Limits)
 
@@ -110,6 +109,7 @@ class EvalConfig:
     require_triton: bool = True  # off only to validate a task's PyTorch reference as a candidate
     threads: int = 1  # the child's torch threads
     gpu: int | None = None  # which visible GPU runs this job
+    timing_core: int | None = None  # the core that GPU's timing turns run on (``cores``)
     tuning: Tuning = field(default_factory=Tuning)
 
     @property

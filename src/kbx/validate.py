@@ -20,6 +20,7 @@ import torch
 from kbx.candidate import Candidate
 from kbx.config import EvalConfig
 from kbx.evaluate import check as reference
+from kbx.evaluate.references import References, run_reference
 from kbx.evaluate.tensors import leaves
 from kbx.result import Result
 from kbx.task import Inputs, Task
@@ -83,13 +84,13 @@ def low_precision(dtype: torch.dtype) -> Wrong:
         cast = lambda t: t.to(dtype) if t.dtype == torch.float32 else t
         args = tuple(tree_map(cast, a) if isinstance(a, torch.Tensor) else a for a in inputs.args)
         try:
-            out = reference.run_reference(task, Inputs(args, inputs.kwargs), 0, "cpu")
+            out = run_reference(task, Inputs(args, inputs.kwargs), 0, "cpu")
         except Exception:  # noqa: BLE001 - no kernel for this dtype: round through it instead
             down = lambda t: t.to(dtype).float() if t.dtype == torch.float32 else t
             args = tuple(
                 tree_map(down, a) if isinstance(a, torch.Tensor) else a for a in inputs.args
             )
-            out = reference.run_reference(task, Inputs(args, inputs.kwargs), 0, "cpu")
+            out = run_reference(task, Inputs(args, inputs.kwargs), 0, "cpu")
             out = tree_map(down, out)
         dtypes = iter([t.dtype for t in leaves(want)])
         return tree_map(lambda t: t.to(next(dtypes, t.dtype)), out)
@@ -112,32 +113,33 @@ def same(a: Any, b: Any) -> bool:
     return reference.outputs_equal(a, b)
 
 
-def accepted(task: Task, kind: str, index: int, output: Any) -> bool:
+def accepted(task: Task, kind: str, index: int, output: Any, refs: References) -> bool:
     """Would kbx accept ``output`` for this case?  (Random tasks: judged by their checker.)"""
     try:
         if task.random:  # seed behaviour is not at stake here, only the checker
-            inputs, want = reference.expected(task, kind, index, "cpu")
+            inputs, want = refs.expected(task, kind, index, "cpu")
             reference.compare_structure(output, want)
             assert task.check is not None
             return task.check(inputs, output) is None
-        reference.judge_case(task, kind, index, [output], "cpu")
+        reference.judge_case(task, kind, index, [output], "cpu", None, refs)
     except Reject:
         return False
     return True
 
 
-def probe_task(task: Task, report: TaskReport) -> None:
+def probe_task(task: Task, report: TaskReport, refs: References | None = None) -> None:
+    refs = References() if refs is None else refs
     for name, make in PROBES.items():
         outcome = "n/a"
         if name in task.exempt_probes:
             report.probes[name] = "exempt"
             continue
         for index in range(len(task.cases)):
-            inputs, want = reference.expected(task, "cases", index, "cpu")
+            inputs, want = refs.expected(task, "cases", index, "cpu")
             wrong = make(task, task.make_inputs(task.cases[index], "cpu"), want)
             if wrong is None or same(wrong, want):
                 continue  # not wrong here
-            if accepted(task, "cases", index, wrong):
+            if accepted(task, "cases", index, wrong, refs):
                 outcome = "ACCEPTED"
                 report.failures.append(f"{name} accepted on case {index}")
                 break
@@ -145,13 +147,11 @@ def probe_task(task: Task, report: TaskReport) -> None:
         report.probes[name] = outcome
 
 
-def check_degenerate(task: Task, report: TaskReport) -> None:
+def check_degenerate(task: Task, report: TaskReport, refs: References) -> None:
     for index, case in enumerate(task.cases):
-        _, want = reference.expected(task, "cases", index, "cpu")
+        _, want = refs.expected(task, "cases", index, "cpu")
         other = replace(case, seed=case.seed + 100_003)
-        moved = reference.run_reference(
-            task, task.make_inputs(other, "cpu"), other.torch_seed, "cpu"
-        )
+        moved = run_reference(task, task.make_inputs(other, "cpu"), other.torch_seed, "cpu")
         if same(moved, want):
             report.failures.append(f"case {index}: output does not change with the input seed")
         if any(near_constant(t) for t in leaves(want)):
@@ -196,9 +196,10 @@ def validate(
     )
     by_task = {t.id: t for t in tasks}
     reports: dict[str, TaskReport] = {}
+    refs = References()  # the probes' reference outputs, computed once per case
     with ev, ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = [
-            pool.submit(validate_task, by_task[cand.task_id], result)
+            pool.submit(validate_task, by_task[cand.task_id], result, refs)
             for cand, result in ev.pairs(reference_candidate(t) for t in tasks)
         ]
         for fut in as_completed(futures):
@@ -209,15 +210,15 @@ def validate(
     return [reports[t.id] for t in tasks]
 
 
-def validate_task(task: Task, result: Result) -> TaskReport:
+def validate_task(task: Task, result: Result, refs: References) -> TaskReport:
     """The task's report: its reference's result as a candidate, then the probes."""
     report = TaskReport(task.id)
     report.probes["reference"] = str(result.verdict)
     if result.verdict != "passed":
         report.failures.append(f"reference as a candidate: {result.verdict}: {result.detail}")
     try:
-        probe_task(task, report)
-        check_degenerate(task, report)
+        probe_task(task, report, refs)
+        check_degenerate(task, report, refs)
     except Exception as exc:  # noqa: BLE001 - a broken task definition is a finding, not a crash
         report.failures.append(f"probe error: {type(exc).__name__}: {exc}")
     return report

@@ -10,61 +10,63 @@ from kbx.runtime import cores, gpulock
 
 
 @pytest.fixture
-def fresh(monkeypatch):
-    """Module state of a new parent, and a host of ``n`` cores whose affinity calls are recorded
-    instead of made."""
-    monkeypatch.setattr(cores, "_by_gpu", {})
-    monkeypatch.setattr(cores, "_first_mask", set())
-    monkeypatch.setattr(cores, "RESERVED", {})
+def host(monkeypatch):
+    """A host of ``n`` cores whose affinity calls are recorded instead of made."""
     calls: list[tuple[int, set[int]]] = []
 
-    def host(n: int) -> list[tuple[int, set[int]]]:
+    def make(n: int) -> list[tuple[int, set[int]]]:
         monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(n)))
         monkeypatch.setattr(os, "sched_setaffinity", lambda pid, mask: calls.append((pid, mask)))
         return calls
 
-    return host
+    return make
 
 
-def test_each_gpu_gets_a_core_and_the_parent_keeps_to_the_others(fresh):
-    calls = fresh(16)
-    assert cores.reserve([0, 1]) == {0: 15, 1: 14}
+def test_each_gpu_gets_a_core_and_the_process_keeps_to_the_others_until_released(host):
+    calls = host(16)
+    cpus = cores.Reservation()
+    assert cpus.reserve([0, 1]) == {0: 15, 1: 14}
     assert calls and all(mask == set(range(14)) for _, mask in calls)
     assert {pid for pid, _ in calls} >= {int(t) for t in os.listdir("/proc/self/task")}
     calls.clear()
-    assert cores.reserve([0, 1]) == {0: 15, 1: 14}  # a later run of the same parent
-    assert cores.for_gpu(1) == 14 and cores.for_gpu(None) is None
+    assert cpus.reserve([0, 1]) == {0: 15, 1: 14}  # asked again: the same cores
+    assert cpus.for_gpu(1) == 14 and cpus.for_gpu(None) is None
+    calls.clear()
+    cpus.release()
+    assert calls and all(mask == set(range(16)) for _, mask in calls)  # every core back
+    assert cpus.for_gpu(0) is None
 
 
-def test_a_worker_process_adopts_the_parents_cores_without_moving_itself(fresh):
-    calls = fresh(16)
-    cores.adopt({0: 15, 1: None})  # GPU 1 got no core in the parent
-    assert cores.for_gpu(0) == 15 and cores.for_gpu(1) is None
+def test_a_worker_process_adopts_the_parents_cores_without_moving_itself(host):
+    calls = host(16)
+    cpus = cores.Reservation()
+    cpus.adopt({0: 15, 1: None})  # GPU 1 got no core in the parent
+    assert cpus.for_gpu(0) == 15 and cpus.for_gpu(1) is None
+    cpus.release()
     assert calls == []
 
 
-def test_no_reservation_without_enough_cores_for_the_rest(fresh):
-    calls = fresh(cores.MIN_OTHER_CORES + 1)
-    assert cores.reserve([0, 1]) == {}
-    assert calls == [] and cores.for_gpu(0) is None
+def test_no_reservation_without_enough_cores_for_the_rest(host):
+    calls = host(cores.MIN_OTHER_CORES + 1)
+    cpus = cores.Reservation()
+    assert cpus.reserve([0, 1]) == {}
+    assert calls == [] and cpus.for_gpu(0) is None
 
 
-def test_the_exclusive_holder_times_on_its_gpus_core_and_then_moves_back(tmp_path, monkeypatch):
-    """Real affinity calls, on this thread: only exclusive holds move it."""
-    monkeypatch.setattr(cores, "RESERVED", {})
+def test_the_exclusive_holder_times_on_its_gpus_core_and_then_moves_back(tmp_path):
+    """Real affinity calls, on this thread: only exclusive holds with a core move it."""
     before = os.sched_getaffinity(0)
     core = max(before)
     lock = str(tmp_path / "gpu0.lock")
-    cores.register(lock, core)
     with gpulock.shared(lock, "check"):
         assert os.sched_getaffinity(0) == before
-    with gpulock.exclusive(lock, "timing"):
+    with gpulock.exclusive(lock, "timing", core):
         assert os.sched_getaffinity(0) == {core}
-        with gpulock.exclusive(lock, "nested"):
+        with gpulock.exclusive(lock, "nested", core):
             assert os.sched_getaffinity(0) == {core}
         assert os.sched_getaffinity(0) == {core}
     assert os.sched_getaffinity(0) == before
-    with gpulock.exclusive(str(tmp_path / "gpu1.lock"), "timing"):  # no core registered
+    with gpulock.exclusive(str(tmp_path / "gpu1.lock"), "timing"):  # no core given
         assert os.sched_getaffinity(0) == before
 
 
@@ -75,10 +77,9 @@ def test_the_child_and_the_baseline_worker_are_told_their_gpus_core(monkeypatch)
     from kbx.runtime import compile_pool
     from kbx.suite import find
 
-    monkeypatch.setattr(cores, "_by_gpu", {1: 14})
-    assert settings(EvalConfig(device="cuda", gpu=1)).timing_core == 14
+    assert settings(EvalConfig(device="cuda", gpu=1, timing_core=14)).timing_core == 14
     assert settings(EvalConfig(device="cuda", gpu=0)).timing_core is None
-    assert settings(EvalConfig(device="cpu", gpu=1)).timing_core is None
+    assert settings(EvalConfig(device="cpu", gpu=1, timing_core=14)).timing_core is None
     asked = []
 
     def ask(key, env, request, timeout_s):
@@ -86,8 +87,18 @@ def test_the_child_and_the_baseline_worker_are_told_their_gpus_core(monkeypatch)
         return {"ok": {"0:eager": 1.0}}
 
     monkeypatch.setattr(compile_pool.POOL, "ask", ask)
-    assert baselines.in_worker(find("Math/add"), [(0, "eager")], "/x/gpu1.lock", 1) == (
-        {(0, "eager"): 1.0},
-        0.0,
-    )
+    task = find("Math/add")
+    got = baselines.in_worker(task, [(0, "eager")], "/x/gpu1.lock", 1, 14)
+    assert got == ({(0, "eager"): 1.0}, 0.0)
     assert asked[0]["core"] == "14" and asked[0]["lock"] == "/x/gpu1.lock"
+
+
+def test_a_scheduler_gives_each_job_its_gpus_core(host):
+    from kbx.config import EvalConfig
+    from kbx.run.scheduler import Scheduler
+
+    host(16)
+    sched = Scheduler(EvalConfig(device="cuda"), 2, [0, 1])
+    sched.cores.reserve([0, 1])
+    assert sched.job(1).timing_core == 14 and sched.job(1).gpu == 1
+    assert sched.job(None).timing_core is None

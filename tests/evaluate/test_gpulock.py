@@ -141,13 +141,13 @@ def test_inputs_are_built_one_hold_per_input_set():
 
 def test_the_parent_judges_each_case_in_holds_of_its_own(monkeypatch):
     from kbx.evaluate import check as reference
-    from kbx.evaluate import runner
+    from kbx.evaluate import references, runner
     from kbx.suite import find
 
     task = find("Math/rsqrt")
     plan = runner.Plan.build(task, "cpu", bench=False)
     outputs = {
-        "cases": [[reference.run_reference(task, i, c.torch_seed, "cpu")] for c, i in plan.cases],
+        "cases": [[references.run_reference(task, i, c.torch_seed, "cpu")] for c, i in plan.cases],
         "refill": [[] for _ in plan.cases],
     }
     taken = []
@@ -158,7 +158,7 @@ def test_the_parent_judges_each_case_in_holds_of_its_own(monkeypatch):
         return real(lock, what)
 
     monkeypatch.setattr(reference, "gpu_ops_locked", counting)
-    monkeypatch.setattr(reference, "_cache", {})
+    monkeypatch.setattr(references, "gpu_ops_locked", counting)
     waited = reference.judge(task, keyed(outputs), "cpu", None)
     # per case: its inputs, its reference run, then its comparison
     check = f"check {task.id}"  # the lock's log names the task
@@ -173,13 +173,13 @@ def test_property_checks_of_correctness_cases_run_on_cpu_copies_outside_any_hold
     import torch
 
     from kbx.evaluate import check as reference
-    from kbx.evaluate import runner
+    from kbx.evaluate import references, runner
     from kbx.suite import find
 
     task = find("Math/airy_ai")
     plan = runner.Plan.build(task, "cpu", bench=False)
     outputs = {
-        "cases": [[reference.run_reference(task, i, c.torch_seed, "cpu")] for c, i in plan.cases],
+        "cases": [[references.run_reference(task, i, c.torch_seed, "cpu")] for c, i in plan.cases],
         "refill": [[] for _ in plan.cases],
     }
     taken, seen = [], []
@@ -194,7 +194,7 @@ def test_property_checks_of_correctness_cases_run_on_cpu_copies_outside_any_hold
         return task.check(inputs, got)
 
     monkeypatch.setattr(reference, "gpu_ops_locked", counting)
-    monkeypatch.setattr(reference, "_cache", {})
+    monkeypatch.setattr(references, "gpu_ops_locked", counting)
     reference.judge(dataclasses.replace(task, check=check), keyed(outputs), "cpu", None)
     # per case: its inputs, its reference run, then the copies; the check after them, unlocked
     check_ref = f"check {task.id}"

@@ -202,21 +202,22 @@ def test_a_run_of_gpu_operations_makes_way_for_a_waiting_timing(tmp_path, monkey
 
 
 def test_every_reference_gives_the_same_outputs_op_by_op_under_the_lock(tmp_path):
-    """The parent runs each reference under the dispatch mode (``reference.compute``): it must
+    """The parent runs each reference under the dispatch mode (``References.compute``): it must
     not change or break any task's reference, nor its comparison (run here with every CPU
     operation taking the lock, the path GPU operations take on a GPU)."""
     from kbx.evaluate import check as reference
+    from kbx.evaluate import references
     from kbx.suite import load_suite
 
     lock = str(tmp_path / "gpu0.lock")
     for task in load_suite().values():
         case = task.cases[0]
         inputs = task.make_inputs(case, "cpu")
-        plain = reference.run_reference(task, inputs, case.torch_seed, "cpu")
+        plain = references.run_reference(task, inputs, case.torch_seed, "cpu")
         with gpu_ops_locked(lock, f"check {task.id}", device_type="cpu"):
-            locked = reference.run_reference(task, inputs, case.torch_seed, "cpu")
+            locked = references.run_reference(task, inputs, case.torch_seed, "cpu")
             # a random task's three calls: seeded, the same seed again, another seed
-            other = reference.run_reference(task, inputs, case.torch_seed + 1, "cpu")
+            other = references.run_reference(task, inputs, case.torch_seed + 1, "cpu")
             reference.verdict_on(task, inputs, plain, [locked, plain, other])
         assert not gpulock.holding(), task.id
         if task.random:  # its draws: judged by the task's checker above
@@ -257,28 +258,3 @@ class FakeCuda:
         monkeypatch.setattr(cuda, "device", lambda gpu: contextlib.nullcontext())
         monkeypatch.setattr(cuda, "synchronize", lambda: fake.waits.append("device"))
         monkeypatch.setattr(cuda, "current_stream", lambda: getattr(fake.current, "s", None))
-
-
-def test_with_thread_streams_each_thread_works_and_waits_on_its_own_stream(monkeypatch):
-    cuda = FakeCuda(monkeypatch)
-    monkeypatch.setattr(gpuops, "THREAD_STREAMS", [False])
-    with gpuops.on_device(0):
-        gpuops.finish_gpu_work()
-    assert cuda.waits == ["device"] and not hasattr(cuda.current, "s")  # off: as before
-    cuda.waits.clear()
-    gpuops.use_thread_streams(True)
-    seen: dict[str, object] = {}
-
-    def job(name: str) -> None:
-        with gpuops.on_device(0):
-            seen[name] = torch.cuda.current_stream()
-            assert gpuops.thread_stream(0) is seen[name]  # made once per thread
-            gpuops.finish_gpu_work()
-
-    threads = [threading.Thread(target=job, args=(n,)) for n in ("a", "b")]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert seen["a"] is not seen["b"]
-    assert sorted(map(id, cuda.waits)) == sorted(map(id, seen.values()))  # no device-wide wait

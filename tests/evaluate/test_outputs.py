@@ -10,7 +10,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from kbx.evaluate import outputs
+from kbx.evaluate import outtree
 from kbx.evaluate.outputs import (
     TREE_KEY,
     OutputError,
@@ -193,7 +193,7 @@ def test_write_limits_depth_and_size(tmp_path):
 
 
 def test_file_names_and_bytes(tmp_path):
-    assert [file_name(k, 7) for k in outputs.KINDS] == [
+    assert [file_name(k, 7) for k in outtree.KINDS] == [
         "cases-7.safetensors",
         "refill-7.safetensors",
         "bench-7.safetensors",
@@ -411,7 +411,7 @@ def test_bad_headers_are_refused(tmp_path, header, reason):
 
 def test_header_length_must_fit_the_file_and_the_cap(tmp_path):
     path = tmp_path / "cases-0.safetensors"
-    for size, body in [(0, b""), (100, b"{}"), (outputs.MAX_HEADER_BYTES + 1, b"{}")]:
+    for size, body in [(0, b""), (100, b"{}"), (outtree.MAX_HEADER_BYTES + 1, b"{}")]:
         path.write_bytes(struct.pack("<Q", size) + body)
         expect(path, "no header of a valid length")
 
@@ -420,4 +420,4 @@ def test_case_bytes_cap_policy():
     assert case_bytes_cap(0) == 64 << 20
     assert case_bytes_cap(-5) == 64 << 20
     assert case_bytes_cap(1 << 30) == (4 << 30) + (64 << 20)
-    assert outputs.MAX_RUNS == 4 and outputs.MAX_DEPTH == 16 and outputs.MAX_NODES == 4096
+    assert outtree.MAX_RUNS == 4 and outtree.MAX_DEPTH == 16 and outtree.MAX_NODES == 4096

@@ -40,7 +40,7 @@ def test_roofline_rejects_impossible_times_and_reports_throughput():
 def fake_worker(calls: list, cpu_s: float = 0.0):
     """An ``in_worker`` that measures eager as 1 + case and fails every torch.compile."""
 
-    def in_worker(task, wanted, lock, gpu):
+    def in_worker(task, wanted, lock, gpu, core=None):
         calls.extend(wanted)
         return {(i, k): (1.0 + i if k == "eager" else None) for i, k in wanted}, cpu_s
 
@@ -86,7 +86,7 @@ class Fixed:
     def __init__(self, ms: float) -> None:
         self.value = ms
 
-    def ms(self, task, kinds, lock_path, gpu=None):
+    def ms(self, task, kinds, lock_path, gpu=None, core=None):
         return {(i, "eager"): self.value for i in range(len(task.bench))}
 
 
@@ -123,7 +123,7 @@ def test_speedups_are_geometric_means_over_the_cases(tmp_path, monkeypatch):
     assert n >= 2
     monkeypatch.setattr(bl, "baseline_key", lambda t, i, k: f"{t.id}|{i}|{k}")
 
-    def in_worker(task_, wanted, lock, gpu):
+    def in_worker(task_, wanted, lock, gpu, core=None):
         return {(i, k): (4.0 if k == "eager" else 2.0) * (i + 1) for i, k in wanted}, 0.0
 
     monkeypatch.setattr(bl, "in_worker", in_worker)

@@ -7,20 +7,22 @@ import pytest
 import torch
 
 from kbx.evaluate import check as reference
+from kbx.evaluate import references
+from kbx.evaluate.references import References
 from kbx.suite import find
 from kbx.verdict import Reject, Verdict
 from tests.conftest import keyed
 
 
-def test_prefetched_outputs_are_the_ones_computed_on_demand(monkeypatch):
-    monkeypatch.setattr(reference, "_cache", {})
+def test_prefetched_outputs_are_the_ones_computed_on_demand():
+    refs = References()
     task = find("Math/add")
-    reference.prefetch(task, "cpu", None, None, timed=False)
-    got = [reference.expected(task, "cases", i, "cpu") for i in range(len(task.cases))]
-    reference.forget(task)
-    reference._cache.clear()
+    refs.prefetch(task, "cpu", None, None, timed=False)
+    got = [refs.expected(task, "cases", i, "cpu") for i in range(len(task.cases))]
+    refs.forget(task)
+    refs.cache.clear()
     for i, (inputs, want) in enumerate(got):
-        inputs_now, want_now = reference.compute(task, "cases", i, "cpu")
+        inputs_now, want_now = refs.compute(task, "cases", i, "cpu")
         assert reference.outputs_equal(want, want_now)
         assert reference.outputs_equal(inputs.args, inputs_now.args)
 
@@ -35,17 +37,17 @@ def test_what_the_judge_needs_is_computed_once_and_leftovers_are_dropped(monkeyp
         calls.append((kind, index))
         return None, (kind, index)
 
-    monkeypatch.setattr(reference, "compute", compute)
-    monkeypatch.setattr(reference, "_cache", {})  # nothing computed by earlier tests
-    reference.prefetch(task, "cpu", None, None, timed=True, budget=1 << 40)  # ahead_bytes
-    ahead = {k[2:] for k in reference._ahead if k[0] == task.id}
+    refs = References()
+    monkeypatch.setattr(refs, "compute", compute)
+    refs.prefetch(task, "cpu", None, None, timed=True, budget=1 << 40)  # ahead_bytes
+    ahead = {k[2:] for k in refs.ahead if k[0] == task.id}
     want = {(k, i) for k in ("cases", "refill") for i in range(len(task.cases))}
     assert ahead == want | {("timed_refill", i) for i in range(len(task.bench))}
     release.set()
-    assert reference.expected(task, "timed_refill", 0, "cpu") == (None, ("timed_refill", 0))
+    assert refs.expected(task, "timed_refill", 0, "cpu") == (None, ("timed_refill", 0))
     assert calls.count(("timed_refill", 0)) == 1  # taken from the prefetch, not computed again
-    reference.forget(task)
-    assert not [k for k in reference._ahead if k[0] == task.id]
+    refs.forget(task)
+    assert not [k for k in refs.ahead if k[0] == task.id]
 
 
 def test_benchmark_cases_are_computed_ahead_only_within_the_byte_budget(monkeypatch):
@@ -57,51 +59,54 @@ def test_benchmark_cases_are_computed_ahead_only_within_the_byte_budget(monkeypa
         release.wait(5)
         return None, (kind, index)
 
-    monkeypatch.setattr(reference, "compute", compute)
-    monkeypatch.setattr(reference, "_cache", {})
-    reference.prefetch(task, "cpu", None, None, timed=True, budget=sizes[0])  # the first only
-    timed = {k[3] for k in reference._ahead if k[0] == task.id and k[2] == "timed_refill"}
+    refs = References()
+    monkeypatch.setattr(refs, "compute", compute)
+    refs.prefetch(task, "cpu", None, None, timed=True, budget=sizes[0])  # the first only
+    timed = {k[3] for k in refs.ahead if k[0] == task.id and k[2] == "timed_refill"}
     assert timed == {0}
-    assert sum(reference._ahead_bytes.values()) == sizes[0]
+    assert sum(refs.ahead_bytes.values()) == sizes[0]
     release.set()
-    reference.expected(task, "timed_refill", 0, "cpu")
-    assert not reference._ahead_bytes  # taken: its bytes are free for the next task's cases
-    reference.forget(task)
+    refs.expected(task, "timed_refill", 0, "cpu")
+    assert not refs.ahead_bytes  # taken: its bytes are free for the next task's cases
+    refs.forget(task)
 
 
 def test_a_failed_prefetch_is_computed_again_on_demand(monkeypatch):
     task = find("Math/add")
     failing = {"yes": True}
-    original = reference.compute
+    refs = References()
+    original = refs.compute
 
     def compute(task, kind, index, device, lock=None):
         if failing["yes"]:
             raise RuntimeError("out of memory, say")
         return original(task, kind, index, device, lock)
 
-    monkeypatch.setattr(reference, "compute", compute)
-    monkeypatch.setattr(reference, "_cache", {})
-    reference.prefetch(task, "cpu", None, None, timed=False)
+    refs = References()
+    monkeypatch.setattr(refs, "compute", compute)
+    refs.prefetch(task, "cpu", None, None, timed=False)
     key = (task.id, "cpu", "cases", 0)
-    reference._ahead[key].exception(timeout=5)  # it has failed
+    refs.ahead[key].exception(timeout=5)  # it has failed
     failing["yes"] = False
-    _, want = reference.expected(task, "cases", 0, "cpu")
+    _, want = refs.expected(task, "cases", 0, "cpu")
     assert want is not None
-    reference.forget(task)
+    refs.forget(task)
 
 
 def test_references_and_the_judge_wait_while_the_process_loads(monkeypatch):
     """Their first torch operations would import what the process is loading (``gpuops``)."""
     from kbx.runtime import gpuops
 
-    monkeypatch.setattr(reference, "_cache", {})
+    refs = References()
     task = find("Math/add")
     got: list[object] = []
     gpuops.begin_loading()
     try:
         workers = [
-            threading.Thread(target=lambda: got.append(reference.compute(task, "cases", 0, "cpu"))),
-            threading.Thread(target=lambda: got.append(reference.judge(task, {}, "cpu"))),
+            threading.Thread(target=lambda: got.append(refs.compute(task, "cases", 0, "cpu"))),
+            threading.Thread(
+                target=lambda: got.append(reference.judge(task, {}, "cpu", refs=refs))
+            ),
         ]
         for w in workers:
             w.start()
@@ -120,7 +125,7 @@ def test_the_judge_tells_how_long_each_kind_of_output_took():
     task = find("Activation/gelu")
     plan = Plan.build(task, "cpu", False)
     outputs = {
-        "cases": [[reference.run_reference(task, i, c.torch_seed, "cpu")] for c, i in plan.cases],
+        "cases": [[references.run_reference(task, i, c.torch_seed, "cpu")] for c, i in plan.cases],
         "refill": [[] for _ in plan.cases],  # none: not judged, not timed
     }
     spent: dict[str, float] = {}
@@ -143,7 +148,7 @@ def test_checked_tasks_output_structures_match_their_references():
             got = reference.output_structure(task, inputs)
             if got is None:
                 continue
-            want = reference.run_reference(task, inputs, case.torch_seed, "cpu")
+            want = references.run_reference(task, inputs, case.torch_seed, "cpu")
             assert structure(got) == structure(want), (task.id, i)
             worked += 1
     assert worked >= 0.9 * sum(len(t.cases) for t in checked)
@@ -164,7 +169,7 @@ def test_a_checked_benchmark_case_is_judged_without_running_the_reference(monkey
         raise AssertionError("the reference ran")
 
     monkeypatch.setattr(reference, "run_reference", no_run)
-    inputs, want = reference.compute(task, "timed", 0, "cpu")
+    inputs, want = References().compute(task, "timed", 0, "cpu")
     assert all(t.device.type == "meta" for t in want)
     u, s, vh = (torch.empty(t.shape, dtype=t.dtype) for t in want)
     with pytest.raises(Reject) as caught:  # the structure is still demanded

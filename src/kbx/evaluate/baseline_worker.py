@@ -22,7 +22,7 @@ import torch
 from kbx.evaluate.benchtime import time_case
 from kbx.evaluate.childenv import process_cpu_s
 from kbx.evaluate.tensors import fresh_arguments, full_fp32
-from kbx.runtime import cores, gpuwait
+from kbx.runtime import gpuwait
 from kbx.runtime.gpulock import exclusive, holding, locked, shared
 from kbx.runtime.gpuops import gpu_ops_locked
 from kbx.suite import find
@@ -30,7 +30,12 @@ from kbx.task import Inputs, Task
 
 
 def measure(
-    task: Task, index: int, kind: str, lock: str | None, inputs: Inputs | None = None
+    task: Task,
+    index: int,
+    kind: str,
+    lock: str | None,
+    inputs: Inputs | None = None,
+    core: int | None = None,
 ) -> float | None:
     """Median ms of one baseline on one benchmark case, with the candidates' timing engine.
 
@@ -59,7 +64,7 @@ def measure(
                 fn,
                 final=False,
                 warm_hold=lambda: shared(lock, f"{kind} warm-up"),
-                turn=lambda: exclusive(lock, f"{kind} {task.id}"),
+                turn=lambda: exclusive(lock, f"{kind} {task.id}", core),
             )
     except Exception:
         if kind == "eager":
@@ -108,7 +113,7 @@ def measure_all(
     """Each case's inputs are built once for all its kinds (seconds of float64 CPU work for
     the linear-algebra tasks); every call gets fresh copies of them.  ``core``: where the
     timing turns run (``cores``; empty: where the process is)."""
-    cores.register(lock or None, int(core) if core else None)
+    timing_core = int(core) if core else None
     task = find(task_id)
     if task is None:
         raise ValueError(f"no task {task_id}")
@@ -116,7 +121,7 @@ def measure_all(
     for index in (int(i) for i in cases.split(",")):
         inputs = case_inputs(task, index, lock or None)
         for kind in kinds.split(","):
-            out[f"{index}:{kind}"] = measure(task, index, kind, lock or None, inputs)
+            out[f"{index}:{kind}"] = measure(task, index, kind, lock or None, inputs, timing_core)
         del inputs
     return out
 

@@ -25,7 +25,7 @@ from types import TracebackType
 
 from kbx.evaluate.childenv import SOURCE_ROOT, visible_gpu
 from kbx.hardware import Peaks, fingerprint, load_peaks
-from kbx.runtime import compile_pool, cores
+from kbx.runtime import compile_pool
 from kbx.runtime.gpulock import exclusive
 from kbx.runtime.gpuops import on_device
 from kbx.task import Task
@@ -36,7 +36,7 @@ BASELINE_TIMEOUT_S = 900.0  # a task's baselines, torch.compile of every case in
 # its own.  Half the cores: torch.compile is a CPU-bound process; with too few, jobs wait for
 # their baselines after their candidates are done, and with too many, the compiles slow
 # everything beside them (docs/design/throughput.md, Baselines).  Read when this module is
-# imported, before the parent keeps a core per GPU for its timing turns (``cores.reserve``).
+# imported, before the parent keeps a core per GPU for its timing turns (``cores.Reservation``).
 PREFETCH_WORKERS = max(4, len(os.sched_getaffinity(0)) // 2)
 # A baseline worker computes on one core: torch.compile's workers (inductor's compile threads) and
 # the CPU math of its inputs (float64 draws, factorisations) alike: with torch's default of a
@@ -97,7 +97,11 @@ def baseline_key(task: Task, index: int, kind: str) -> str:
 
 
 def in_worker(
-    task: Task, wanted: list[tuple[int, str]], lock_path: str | None, gpu: int | None
+    task: Task,
+    wanted: list[tuple[int, str]],
+    lock_path: str | None,
+    gpu: int | None,
+    core: int | None = None,
 ) -> tuple[Measured, float]:
     """Measure some (case, kind) pairs of one task in a trusted baseline process
     (``baseline_worker``): a worker of ``compile_pool`` kept between tasks, or, if that worker
@@ -112,7 +116,6 @@ def in_worker(
     kinds = ",".join(sorted({k for _, k in wanted}))
     cases = ",".join(str(i) for i in sorted({i for i, _ in wanted}))
     request = {"task": task.id, "kinds": kinds, "cases": cases, "lock": lock_path or ""}
-    core = cores.for_gpu(gpu)
     request["core"] = "" if core is None else str(core)  # its timing turns' core (``cores``)
     cpu_s = 0.0
     try:
@@ -159,7 +162,12 @@ class Baselines:
         self.measured_peaks: Peaks | None = None
 
     def ms(
-        self, task: Task, kinds: tuple[str, ...], lock_path: str | None, gpu: int | None = None
+        self,
+        task: Task,
+        kinds: tuple[str, ...],
+        lock_path: str | None,
+        gpu: int | None = None,
+        core: int | None = None,
     ) -> Measured:
         """Every baseline of a task: from memory, else the cache, else measured (one process
         for all that are missing; one measurement per task at a time)."""
@@ -174,7 +182,7 @@ class Baselines:
                     got[pair] = self.memory[key] = ms
             missing = [pair for pair in keys if pair not in got]
             if missing:
-                measured, cpu_s = in_worker(task, missing, lock_path, gpu)
+                measured, cpu_s = in_worker(task, missing, lock_path, gpu, core)
                 with self.lock:
                     self.worker_cpu_s += cpu_s
                 for pair, ms in measured.items():
@@ -187,7 +195,12 @@ class Baselines:
         return self.cache.get(key) if self.cache else (False, None)
 
     def prefetch(
-        self, task: Task, kinds: tuple[str, ...], lock_path: str | None, gpu: int | None = None
+        self,
+        task: Task,
+        kinds: tuple[str, ...],
+        lock_path: str | None,
+        gpu: int | None = None,
+        core: int | None = None,
     ) -> Future[None]:
         """Start a task's baselines (cache lookups, or measurements) in the background while its
         candidate runs: torch.compile's seconds of CPU then overlap the candidate's compiling
@@ -198,21 +211,26 @@ class Baselines:
             if self.pool is None:
                 self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="kbx-baselines")
             pool = self.pool
-        return pool.submit(self.fetch_quietly, task, kinds, lock_path, gpu)
+        return pool.submit(self.fetch_quietly, task, kinds, lock_path, gpu, core)
 
     def fetch_quietly(
-        self, task: Task, kinds: tuple[str, ...], lock_path: str | None, gpu: int | None = None
+        self,
+        task: Task,
+        kinds: tuple[str, ...],
+        lock_path: str | None,
+        gpu: int | None = None,
+        core: int | None = None,
     ) -> None:
         """``ms`` on the job's GPU, ahead of the call that needs the numbers: a failure is left
         for that call to raise (and report against the task)."""
         with on_device(gpu), contextlib.suppress(Exception):
-            self.ms(task, kinds, lock_path, gpu)
+            self.ms(task, kinds, lock_path, gpu, core)
 
-    def peaks(self, lock_path: str | None) -> Peaks:
+    def peaks(self, lock_path: str | None, core: int | None = None) -> Peaks:
         """This GPU's measured peaks (for the roofline), once (and cached on disk)."""
         with self.peaks_lock:
             if self.measured_peaks is None:
-                with exclusive(lock_path, "peaks"):
+                with exclusive(lock_path, "peaks", core):
                     self.measured_peaks = load_peaks(self.folder)
             return self.measured_peaks
 

@@ -68,7 +68,7 @@ def main(job_path: str, msg_fd: int | None = None, isolated: Sequence[str] | Non
     if job["device"] == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"  # must precede the first import of triton
     from kbx.evaluate import entry, tensors
-    from kbx.runtime import cores, gpulock
+    from kbx.runtime import gpulock
     from kbx.suite import find
 
     tensors.full_fp32()
@@ -77,7 +77,6 @@ def main(job_path: str, msg_fd: int | None = None, isolated: Sequence[str] | Non
         channel.send("harness_error", detail=f"task {job['task_id']} not found in the child")
         return 0
     gpulock.ON_WAIT.append(lambda waiting: unsigned.send("wait" if waiting else "go"))
-    cores.register(job.get("lock"), job.get("timing_core"))
     parts, plan, counter = set_up(task, job, began)
     channel.send("ready", parts=parts)
     try:
@@ -128,7 +127,15 @@ def set_up(task: Any, job: dict[str, Any], began: float) -> tuple[dict[str, floa
     def guard() -> AbstractContextManager[Any]:
         return gpuops.gpu_ops_locked(job.get("lock"), "inputs made")
 
-    plan = runner.Plan.build(task, job["device"], job["bench"], job["perf"], guard, job.get("lock"))
+    plan = runner.Plan.build(
+        task,
+        job["device"],
+        job["bench"],
+        job["perf"],
+        guard,
+        job.get("lock"),
+        job.get("timing_core"),
+    )
     parts["inputs"] = round(lap() - (gpulock.waited_s() - queued), 3)  # less lock waits
     counter = launches.install_launch_counter(job["device"] == "cpu", job.get("lock"))
     parts["hooks"] = lap()

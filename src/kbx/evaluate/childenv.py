@@ -19,7 +19,6 @@ from pathlib import Path
 import kbx
 from kbx.config import EvalConfig, Limits
 from kbx.evaluate import expect, outputs
-from kbx.runtime import cores
 from kbx.task import Task
 
 
@@ -44,8 +43,6 @@ class SandboxConfig:
         return str(self.lock_path) if self.lock_path else None
 
 
-
-
 def settings(cfg: EvalConfig) -> SandboxConfig:
     """The child's settings for ``cfg``: the run folder's Triton cache (or the tuning's shared
     one) and, on a GPU, that GPU's lock and timing core."""
@@ -66,7 +63,7 @@ def settings(cfg: EvalConfig) -> SandboxConfig:
         gpu=cfg.gpu,
         profile=tuning.profile,
         fork=tuning.fork_server,
-        timing_core=cores.for_gpu(cfg.gpu) if cuda else None,
+        timing_core=cfg.timing_core if cuda else None,
         connections=tuning.connections,
     )
 
@@ -137,8 +134,6 @@ def visible_gpu(gpu: int) -> str:
     return visible[gpu] if gpu < len(visible) and visible[0] else str(gpu)
 
 
-
-
 def file_cap(task: Task, device: str) -> int:
     """The largest file a child may write (RLIMIT_FSIZE): four times the largest output file the
     parent reads (``outputs.case_bytes_cap`` of the largest case it runs, three runs for a
@@ -173,3 +168,27 @@ def process_cpu_s(pid: int) -> float | None:
     return (utime + stime + cutime + cstime) / os.sysconf("SC_CLK_TCK")
 
 
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds of ``pid`` and every live descendant, each with the children it has reaped."""
+    total, todo, seen = 0.0, [pid], set()
+    tick = os.sysconf("SC_CLK_TCK")
+    while todo:
+        here = todo.pop()
+        if here in seen:
+            continue
+        seen.add(here)
+        try:
+            stat = Path(f"/proc/{here}/stat").read_text()
+            tasks = os.listdir(f"/proc/{here}/task")
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        total += sum(int(f) for f in fields[11:15]) / tick
+        for tid in tasks:
+            try:
+                todo += [
+                    int(c) for c in Path(f"/proc/{here}/task/{tid}/children").read_text().split()
+                ]
+            except (OSError, ValueError):
+                continue
+    return total

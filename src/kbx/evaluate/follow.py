@@ -14,13 +14,12 @@ that finished are judged and the rest recorded as not checked.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from kbx.evaluate import channel, opcheck
+from kbx.evaluate.childenv import tree_cpu_s
 from kbx.evaluate.expect import Expected, Key
 from kbx.verdict import CHILD_VERDICTS, Reject, Verdict
 
@@ -42,32 +41,6 @@ class Announced:
 
 class CutOff(Exception):
     """A CPU benchmark case ran past its budget: judge what came before it."""
-
-
-def tree_cpu_s(pid: int) -> float:
-    """CPU seconds of ``pid`` and every live descendant, each with the children it has reaped."""
-    total, todo, seen = 0.0, [pid], set()
-    tick = os.sysconf("SC_CLK_TCK")
-    while todo:
-        here = todo.pop()
-        if here in seen:
-            continue
-        seen.add(here)
-        try:
-            stat = Path(f"/proc/{here}/stat").read_text()
-            tasks = os.listdir(f"/proc/{here}/task")
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        total += sum(int(f) for f in fields[11:15]) / tick
-        for tid in tasks:
-            try:
-                todo += [
-                    int(c) for c in Path(f"/proc/{here}/task/{tid}/children").read_text().split()
-                ]
-            except (OSError, ValueError):
-                continue
-    return total
 
 
 def phase(stage: str) -> str:

@@ -15,7 +15,8 @@ from types import TracebackType
 
 from kbx.candidate import Candidate
 from kbx.config import EvalConfig
-from kbx.evaluate import check, confine
+from kbx.evaluate import confine
+from kbx.evaluate.references import References
 from kbx.evaluate.sandbox import ChildRun
 from kbx.hardware import fingerprint
 from kbx.result import Result
@@ -39,8 +40,8 @@ def read(candidate: Candidate) -> Task:
 class Outcome:
     """A context manager around the stages of one candidate; ``result`` after it ends."""
 
-    def __init__(self, candidate: Candidate, cfg: EvalConfig) -> None:
-        self.candidate, self.cfg = candidate, cfg
+    def __init__(self, candidate: Candidate, cfg: EvalConfig, refs: References) -> None:
+        self.candidate, self.cfg, self.refs = candidate, cfg, refs
         self.stage, self.entered = "read", time.monotonic()
         self.started, self.started_at = self.entered, time.time()
         self.result = Result.of(candidate, cfg.device, Verdict.PASSED, "", "done")
@@ -86,7 +87,7 @@ class Outcome:
         else:
             self.enter("done")
         if (task := find(self.candidate.task_id)) is not None:
-            check.forget(task)  # what the judge did not take (a failed candidate: all of it)
+            self.refs.forget(task)  # what the judge did not take (a failed candidate: all of it)
         self.result.fingerprint = fingerprint(self.cfg.device)
         self.result.sandbox = confine.probe().name
         self.result.duration_s = round(time.monotonic() - self.started, 3)

@@ -6,26 +6,28 @@ from kbx.candidate import Candidate
 from kbx.config import EvalConfig
 from kbx.evaluate import check, sandbox, timing
 from kbx.evaluate.childenv import settings
+from kbx.evaluate.context import Context
 from kbx.evaluate.outcome import Outcome, read
 from kbx.result import Result
 from kbx.runtime.gpuops import on_device
-from kbx.runtime.servers import ForkServers
 
 
-def evaluate(candidate: Candidate, cfg: EvalConfig, servers: ForkServers | None = None) -> Result:
-    """Evaluate one candidate (children forked by ``servers``, else fresh interpreters); every
-    outcome, kbx's own faults included, is a Result."""
-    with Outcome(candidate, cfg) as out:
+def evaluate(candidate: Candidate, cfg: EvalConfig, ctx: Context | None = None) -> Result:
+    """Evaluate one candidate in the process's ``ctx`` (None: one of its own, children from
+    fresh interpreters); every outcome, kbx's own faults included, is a Result."""
+    ctx = ctx or Context()
+    with Outcome(candidate, cfg, ctx.refs) as out:
         task, child_cfg = read(candidate), settings(cfg)
         lock, device, timed = child_cfg.lock, cfg.device, cfg.timed
         timing.prefetch(task, cfg, lock)  # measured while the candidate runs
-        check.prefetch(task, device, lock, cfg.gpu, timed, cfg.tuning.ahead_bytes)  # likewise
+        ctx.refs.prefetch(task, device, lock, cfg.gpu, timed, cfg.tuning.ahead_bytes)  # likewise
         out.enter("import")
-        out.ran(child := sandbox.run_child(task, candidate.code, child_cfg, servers))
+        out.ran(child := sandbox.run_child(task, candidate.code, child_cfg, ctx.servers))
         out.enter("check")
         with on_device(cfg.gpu if device == "cuda" else None):
             spent: dict[str, float] = {}
-            waited = check.judge(task, child.outputs, device, lock, spent, child.variants)
+            outputs, variants = child.outputs, child.variants
+            waited = check.judge(task, outputs, device, lock, spent, variants, ctx.refs)
             out.judged(waited, spent)
             if timed:
                 out.enter("perf")

@@ -43,6 +43,7 @@ class Plan:
     bench_index: list[int] = dataclasses.field(default_factory=list)  # task.bench index of each
     harness: Harness = nullcontext  # set by the child before the candidate is imported
     lock: str | None = None  # the per-GPU lock file (None: none, as on the CPU)
+    core: int | None = None  # the core the timing turns run on (``cores``)
 
     @classmethod
     def build(
@@ -53,6 +54,7 @@ class Plan:
         timed: bool = False,
         guard: Callable[[], AbstractContextManager[Any]] = nullcontext,
         lock: str | None = None,
+        core: int | None = None,
     ) -> Plan:
         """Benchmark cases are checked too where they are affordable (``bench``: all of them,
         none, or those of these indices); their refills (the contents timed calls alternate
@@ -69,7 +71,9 @@ class Plan:
         large = [(task.bench[i], make(task.bench[i])) for i in chosen]
         refills = [refill_inputs(c, inputs, make) for c, inputs in cases]
         bench_refills = [refill_inputs(c, inputs, make) if timed else None for c, inputs in large]
-        return cls(device, cases, large, refills, bench_refills, timed, chosen, lock=lock)
+        return cls(
+            device, cases, large, refills, bench_refills, timed, chosen, lock=lock, core=core
+        )
 
 
 def bench_indices(task: Task, bench: bool | Sequence[int]) -> list[int]:
@@ -183,7 +187,7 @@ def time_bench(
     watched, or that replays stale results, fails there), and which contents it saw."""
     timings, outs, variants = [], [], []
     # one turn for all the cases: the GPU is this candidate's meanwhile
-    with exclusive(plan.lock, "timing"):
+    with exclusive(plan.lock, "timing", plan.core):
         for i, (case, inputs) in enumerate(plan.bench):
             channel.send("timing", index=i)
             try:

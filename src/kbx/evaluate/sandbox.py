@@ -22,9 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from kbx.evaluate import channel, confine, expect, outputs
-from kbx.evaluate.childenv import SandboxConfig, child_env, file_cap, kernel_cache, server_env
+from kbx.evaluate.childenv import (
+    SandboxConfig,
+    child_env,
+    file_cap,
+    kernel_cache,
+    server_env,
+    tree_cpu_s,
+)
 from kbx.evaluate.expect import Key
-from kbx.evaluate.follow import CutOff, Follower, next_message, tree_cpu_s
+from kbx.evaluate.follow import CutOff, Follower, next_message
 from kbx.runtime.forkserver import limit_resources
 from kbx.runtime.servers import ForkedProcess, ForkServers
 from kbx.task import Task

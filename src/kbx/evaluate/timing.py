@@ -30,14 +30,16 @@ def prefetch(task: Task, cfg: EvalConfig, lock_path: str | None) -> Future[None]
     runs (``Baselines.prefetch``); nothing when the run times nothing."""
     if not cfg.timed:
         return None
-    return open_baselines(cfg.baseline_cache).prefetch(task, cfg.kinds, lock_path, cfg.gpu)
+    baselines = open_baselines(cfg.baseline_cache)
+    return baselines.prefetch(task, cfg.kinds, lock_path, cfg.gpu, cfg.timing_core)
 
 
-def fetch_quietly(task_id: str, cfg: EvalConfig, lock_path: str | None, gpu: int | None) -> None:
-    """A task's baselines in the baselines-first stage, on ``gpu``; a failure is left to the
+def fetch_quietly(task_id: str, cfg: EvalConfig, lock_path: str | None) -> None:
+    """A task's baselines in the baselines-first stage, on ``cfg.gpu``; a failure is left to the
     task's job, which measures them again and reports it (``Baselines.fetch_quietly``)."""
     if (task := find(task_id)) is not None:
-        open_baselines(cfg.baseline_cache).fetch_quietly(task, cfg.kinds, lock_path, gpu)
+        baselines = open_baselines(cfg.baseline_cache)
+        baselines.fetch_quietly(task, cfg.kinds, lock_path, cfg.gpu, cfg.timing_core)
 
 
 def against_baselines(
@@ -51,9 +53,9 @@ def against_baselines(
     queued for the GPU lock meanwhile (``baselines_wait``)."""
     baselines = open_baselines(cfg.baseline_cache)
     queued = waited_s()
-    limits = baselines.peaks(lock_path)
+    limits = baselines.peaks(lock_path, cfg.timing_core)
     result.cases, result.speedup, result.speedup_compile = speedups(
-        task, timings, baselines, lock_path, cfg.kinds, limits, cfg.gpu
+        task, timings, baselines, lock_path, cfg.kinds, limits, cfg.gpu, cfg.timing_core
     )
     result.stage_s["baselines_wait"] = round(waited_s() - queued, 3)
     result.detail += f"; {result.speedup:.3g}x vs eager"
@@ -67,13 +69,14 @@ def speedups(
     kinds: tuple[str, ...] = KINDS,
     limits: Peaks | None = None,
     gpu: int | None = None,
+    core: int | None = None,
 ) -> tuple[list[CaseTiming], float, float | None]:
     """Per-case timings against the baselines and geometric-mean speedups (vs eager, vs
     torch.compile when it works on every case); every case must count.  No ``limits``: no
     roofline."""
     if len(timings) != len(task.bench):
         raise Reject(Verdict.CRASHED, f"timed {len(timings)} of {len(task.bench)} benchmark cases")
-    base = baselines.ms(task, kinds, lock_path, gpu)
+    base = baselines.ms(task, kinds, lock_path, gpu, core)
     cases = [case_timing(task, i, t, base, limits) for i, t in enumerate(timings)]
     vs_compile = None
     if all(c.compile_ms for c in cases):

@@ -23,7 +23,8 @@ import torch
 from kbx import trace
 from kbx.candidate import Candidate
 from kbx.config import EvalConfig
-from kbx.evaluate import check, childenv, pipeline, timing
+from kbx.evaluate import childenv, pipeline, references, timing
+from kbx.evaluate.context import Context
 from kbx.result import Result
 from kbx.run import servers
 from kbx.run.servers import Launched
@@ -68,6 +69,8 @@ class Scheduler:
         self.gpus: list[int | None] = list(gpus) if gpus else [None]
         self.slots = gpu_slots(self.gpus, self.jobs)
         self.servers = ForkServers(cfg.tuning.spares)
+        self.ctx = Context(self.servers)
+        self.cores = cores.Reservation()
         self.pool: ThreadPoolExecutor | None = None
 
     def lock(self, gpu: int | None) -> str | None:
@@ -97,16 +100,13 @@ class Scheduler:
             return self
         sandbox_cfg = childenv.settings(self.cfg)
         servers.start_server(self.servers, sandbox_cfg, slot_gpus(self.gpus, self.jobs), launched)
-        gpuops.use_thread_streams(self.cfg.tuning.thread_streams)
         gpuwait.asleep()  # its threads wait for the GPU without spinning a core each
         trace.mark("set-up: CUDA driver started")
         if reserved is None:
-            cores.reserve(self.gpus)
+            self.cores.reserve(self.gpus)
         else:
-            cores.adopt(reserved)
+            self.cores.adopt(reserved)
         torch.set_num_threads(self.check_threads())
-        for gpu in self.gpus:
-            cores.register(self.lock(gpu), cores.for_gpu(gpu))
         gpuops.begin_loading()
         threading.Thread(target=self.load, daemon=True, name="kbx-load").start()
         return self
@@ -120,16 +120,20 @@ class Scheduler:
             for gpu in self.gpus:
                 gpuops.make_context(gpu)
             trace.mark("set-up: CUDA contexts made")
-            check.preload()  # the judge's output structures; covers ``gpuops.preload`` too
+            references.preload()  # the judge's output structures; covers ``gpuops.preload`` too
             trace.mark("set-up: dispatch modes loaded")
         finally:
             gpuops.done_loading()
+
+    def job(self, gpu: int | None) -> EvalConfig:
+        """The configuration of a job on ``gpu``: its GPU and that GPU's timing core."""
+        return replace(self.cfg, gpu=gpu, timing_core=self.cores.for_gpu(gpu))
 
     def evaluate(self, candidate: Candidate) -> Result:
         """One candidate on the next free slot's GPU."""
         gpu = self.slots.get()
         try:
-            return pipeline.evaluate(candidate, replace(self.cfg, gpu=gpu), self.servers)
+            return pipeline.evaluate(candidate, self.job(gpu), self.ctx)
         finally:
             self.slots.put(gpu)
 
@@ -168,7 +172,7 @@ class Scheduler:
         def measure(task_id: str) -> str:
             gpu = slots.get()
             try:
-                timing.fetch_quietly(task_id, self.cfg, self.lock(gpu), gpu)
+                timing.fetch_quietly(task_id, self.job(gpu), self.lock(gpu))
             finally:
                 slots.put(gpu)
             return task_id
@@ -186,7 +190,8 @@ class Scheduler:
         if self.pool is not None:
             self.pool.shutdown(wait=not cancel, cancel_futures=cancel)
             self.pool = None
-        self.servers.close()
+        self.ctx.close()
+        self.cores.release()
         if torch.cuda.is_initialized():
             torch.cuda.empty_cache()
 

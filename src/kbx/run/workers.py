@@ -36,7 +36,6 @@ from kbx.evaluate import childenv
 from kbx.result import Result
 from kbx.run import servers
 from kbx.run.scheduler import OnBaseline, Scheduler, slot_gpus
-from kbx.runtime import cores
 from kbx.runtime.servers import ForkServers
 from kbx.verdict import Verdict
 
@@ -67,8 +66,8 @@ class Workers:
             ahead_bytes=cfg.tuning.ahead_bytes // per_gpu(gpus, len(parts)),
         )
         if cfg.device.startswith("cuda"):  # as ``Scheduler.start``: the CPU times nothing
-            cores.reserve(gpus)  # before any worker starts: they run on the other cores
-        reserved = {g: cores.for_gpu(g) for g in gpus}
+            self.parent.cores.reserve(gpus)  # before any worker starts: it runs on the rest
+        reserved = {g: self.parent.cores.for_gpu(g) for g in gpus}
         ctx = mp.get_context("spawn")  # the parent may have a CUDA context: no fork
         self.todo: Any = ctx.Queue()
         self.done: Any = ctx.Queue()

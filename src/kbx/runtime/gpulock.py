@@ -126,9 +126,10 @@ def holding() -> bool:
 class exclusive:
     """Held while timing: waits for current shared holders, keeps new ones out."""
 
-    def __init__(self, path: str | None, what: str = "") -> None:
+    def __init__(self, path: str | None, what: str = "", core: int | None = None) -> None:
         self.path = path
         self.what = what  # for the hold log: what the holder was doing
+        self.core = core  # the GPU's timing core (``cores``): a turn's thread moves onto it
         self.files: list[TextIO] = []
         self.since = (0.0, 0.0)  # when the wait began and when the lock was got
         self.spins = False  # a timing turn: this process spins while it waits for the GPU
@@ -144,7 +145,7 @@ class exclusive:
             _held.outer = self
             if self.mode == "ex":  # the timing turn's host side
                 self.spins = gpuwait.begin_turn()
-                self.moved = cores.begin_turn(self.path)
+                self.moved = cores.begin_turn(self.core)
         elif self.path and self.mode == "ex" and getattr(_held, "mode", "ex") == "sh":
             raise RuntimeError("the GPU lock cannot be upgraded from shared to exclusive")
         _held.depth = _depth() + 1

@@ -31,11 +31,6 @@ from kbx.runtime.gpulock import shared
 HEAVY_NUMEL = 1 << 14  # CPU operations on this many elements or more run without the hold
 HOLD_S = 0.05  # ... and any CPU operation once a hold is this old
 
-# The trusted process's threads each on a CUDA stream of their own (``use_thread_streams``); off
-# by default, and never in a child, whose candidate may launch on streams of its own.
-THREAD_STREAMS = [False]
-_streams = threading.local()  # this thread's stream per device index
-
 
 def gpu_ops_locked(
     lock: str | None, what: str, device_type: str = "cuda"
@@ -110,48 +105,19 @@ class LockedOps(TorchDispatchMode):
         return False
 
 
-def use_thread_streams(on: bool) -> None:
-    """In the trusted process (the parent, a ``kbx.run.workers`` worker): each thread's GPU work on
-    a stream of its own (``on_device``), and a hold's end waits for that stream only.
-
-    Off by default: no reliable gain in wall time, and each stream caches its own blocks, which
-    can run a GPU out of memory (docs/design/throughput.md, Check threads).  What it addresses:
-    one process's job threads otherwise share the default stream: a thread's kernels queue
-    behind every other thread's, and each hold's end (``torch.cuda.synchronize``) waits for all
-    of them.  Results handed between threads (a reference computed ahead) are safe: a hold
-    ends with its stream finished, before its tensors leave the thread."""
-    THREAD_STREAMS[0] = on
-
-
 def finish_gpu_work() -> None:
-    """Wait for this thread's GPU work: its own stream (``use_thread_streams``), else the
-    whole device."""
-    if THREAD_STREAMS[0]:
-        torch.cuda.current_stream().synchronize()
-    else:
-        torch.cuda.synchronize()
+    """Wait for the GPU work of the hold that ends (the process's threads share the default
+    stream: the whole device; docs/design/throughput.md, Check threads)."""
+    torch.cuda.synchronize()
 
 
 def on_device(gpu: int | None) -> AbstractContextManager[Any]:
     """The trusted process's GPU work (references, checks) on ``gpu`` (None: the current
-    device, or the CPU without CUDA), on the thread's own stream where ``use_thread_streams``
-    is on."""
+    device, or the CPU without CUDA)."""
     stack = ExitStack()
     if gpu is not None:
         stack.enter_context(torch.cuda.device(gpu))
-    if THREAD_STREAMS[0] and torch.cuda.is_available():
-        stack.enter_context(torch.cuda.stream(thread_stream(gpu)))
     return stack
-
-
-def thread_stream(gpu: int | None) -> Any:
-    """This thread's stream on ``gpu`` (made once, from torch's pool of non-blocking streams)."""
-    index = torch.cuda.current_device() if gpu is None else gpu
-    mine: dict[int, Any] = getattr(_streams, "by_device", None) or {}
-    _streams.by_device = mine
-    if index not in mine:
-        mine[index] = torch.cuda.Stream(device=index)
-    return mine[index]
 
 
 def preload() -> None:
