@@ -73,3 +73,17 @@ def test_the_gpu_time_share_counts_triton_kernels_against_the_candidate_s_torch_
     decoy = opcheck.gpu_times([kernel("_copy_one", 2), op], lambda e: e is op, {"_copy_one"})
     assert opcheck.triton_share(decoy) < opcheck.MIN_TRITON_SHARE
     assert opcheck.triton_share({}) is None  # the CPU: no GPU time recorded
+
+
+def test_the_share_is_judged_over_all_the_cases_together():
+    """A correctness case of a few thousand elements: a fill beside a 2 us kernel decides its
+    own share, but the benchmark cases hold most of the GPU time; a decoy beside torch compute
+    is under the bar either way."""
+    honest = [(2, 30), (3, 25), (4_000, 700), (9_000, 1_200)]  # (triton, torch) per case
+    assert min(t / (t + o) for t, o in honest) < opcheck.MIN_TRITON_SHARE
+    share = opcheck.overall_share(sum(t for t, _ in honest), sum(o for _, o in honest))
+    assert share is not None and share > 0.8
+    decoy = [(2, 30), (2, 5_000), (2, 9_000)]
+    share = opcheck.overall_share(sum(t for t, _ in decoy), sum(o for _, o in decoy))
+    assert share is not None and share < opcheck.MIN_TRITON_SHARE
+    assert opcheck.overall_share(0, 0) is None  # the CPU: no GPU time recorded

@@ -37,6 +37,7 @@ class Announced:
     setup_parts: dict[str, float] = field(default_factory=dict)
     spent: dict[str, float] = field(default_factory=dict)  # wall seconds by phase (``PHASES``)
     shares: dict[str, float | None] = field(default_factory=dict)  # GPU time in Triton, by case
+    gpu_us: list[int] = field(default_factory=lambda: [0, 0])  # in Triton, in torch: all cases
 
 
 class CutOff(Exception):
@@ -117,6 +118,7 @@ class Follower:
             self.close_stage()
             self.got.timings = [t.model_dump(exclude_none=True) for t in msg.timings]
             self.check_complete()
+            self.check_share()
             return True
         handler = getattr(self, f"on_{event}", None)
         if handler is not None:  # "saving" needs nothing
@@ -182,14 +184,9 @@ class Follower:
             raise Reject(Verdict.FORBIDDEN, f"unexpected op evidence for {msg.kind} {msg.index}")
         self.got.ops.add(key)
         calls = dict(msg.calls)
-        share = opcheck.triton_share(calls)
-        self.got.shares[f"{msg.kind} {msg.index}"] = share
-        if self.triton and share is not None and share < opcheck.MIN_TRITON_SHARE:
-            raise Reject(
-                Verdict.NO_TRITON,
-                f"{msg.kind} {msg.index}: {share:.0%} of its GPU time in its own Triton kernels "
-                f"(at least {opcheck.MIN_TRITON_SHARE:.0%}): torch did the work",
-            )
+        self.got.gpu_us[0] += calls.get(opcheck.TRITON_US, 0)
+        self.got.gpu_us[1] += calls.get(opcheck.OTHER_US, 0)
+        self.got.shares[f"{msg.kind} {msg.index}"] = opcheck.triton_share(calls)
         compute = opcheck.compute_ops(calls)
         if compute and self.triton:
             named = ", ".join(
@@ -198,6 +195,17 @@ class Follower:
             raise Reject(
                 Verdict.NO_TRITON,
                 f"{msg.kind} {msg.index}: torch computed outside Triton ({named})",
+            )
+
+    def check_share(self) -> None:
+        """``no_triton`` unless enough of the GPU time of all its cases went to the candidate's
+        own Triton kernels (``opcheck.MIN_TRITON_SHARE``)."""
+        share = opcheck.overall_share(*self.got.gpu_us)
+        if self.triton and share is not None and share < opcheck.MIN_TRITON_SHARE:
+            raise Reject(
+                Verdict.NO_TRITON,
+                f"{share:.0%} of the GPU time of its cases in its own Triton kernels "
+                f"(at least {opcheck.MIN_TRITON_SHARE:.0%}): torch did the work",
             )
 
     def ops_expected(self) -> set[Key]:
