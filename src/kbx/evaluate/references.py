@@ -8,7 +8,6 @@ or ahead of it within a byte budget.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -53,9 +52,9 @@ class References:
         self.pool: ThreadPoolExecutor | None = None
 
     def workers(self) -> ThreadPoolExecutor:
-        with self.lock if self.pool is None else contextlib.nullcontext():
-            if self.pool is None:
-                self.pool = ThreadPoolExecutor(self.count, thread_name_prefix="kbx-references")
+        """The threads that compute ahead, started on first use; the caller holds ``lock``."""
+        if self.pool is None:
+            self.pool = ThreadPoolExecutor(self.count, thread_name_prefix="kbx-references")
         return self.pool
 
     def close(self) -> None:
