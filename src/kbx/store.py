@@ -111,15 +111,22 @@ def bench_unchecked(record: dict[str, Any]) -> bool:
 
 
 def export(
-    store: Store, out_dir: Path, suite_size: int, keys: set[str] | None = None
+    store: Store,
+    out_dir: Path,
+    suite_size: int,
+    keys: set[str] | None = None,
+    config: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Rewrite results.jsonl and summary.json from the store (atomic replace).
 
-    With ``keys``, only those candidates are exported (the ones the current source holds).
+    With ``keys``, only those candidates are exported (the ones the current source holds);
+    ``config``, the run's resolved configuration, is recorded in the summary.
     """
     records = [r for r in store.records() if keys is None or r.get("key") in keys]
     write_atomic(out_dir / "results.jsonl", "".join(json.dumps(r) + "\n" for r in records))
     summary = summarize(records, suite_size)
+    if config is not None:
+        summary["config"] = config
     write_atomic(out_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
     return summary
 

@@ -84,7 +84,8 @@ def run_eval(
                 if on_result:
                     on_result(result)
         finally:  # what is done so far, also when interrupted
-            summary = export(store, out_dir, plan.suite_size, {c.key for c in plan.candidates})
-        return dict(summary, config=ev.config.record())
+            keys = {c.key for c in plan.candidates}
+            summary = export(store, out_dir, plan.suite_size, keys, ev.config.record())
+        return summary
     finally:
         store.close()
