@@ -139,6 +139,8 @@ def test_a_backend_of_ones_own_runs_the_candidates(monkeypatch):
     assert not scratch.exists()  # removed at close
     ev.close()
     assert backend.closed == [False]  # again: harmless, closed once
+    with pytest.raises(RuntimeError, match="closed"):
+        ev.evaluate("Math/add", "x = 1")  # no new backend behind the caller's back
 
 
 def test_an_error_in_the_with_block_closes_the_backend_without_finishing_its_queue(monkeypatch):

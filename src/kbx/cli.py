@@ -111,7 +111,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--prompt", action="store_true", help="print the instruction a model receives instead"
     )
     s.set_defaults(fn=cmd_show)
-    e = sub.add_parser("eval", help="evaluate a folder, a .py file or a KernelBench-X JSONL")
+    e = sub.add_parser(
+        "eval",
+        help="evaluate a folder, a .py file or a KernelBench-X JSONL",
+        description="Evaluate each candidate of SOURCE in a sandboxed child: its verdict and, on "
+        "cuda, its speedup over PyTorch.  Every result is stored in the run folder (--out) as it "
+        "comes, so the same command again, after a Ctrl-C or a crash, resumes the run: it skips "
+        "the candidates already there.  Tuning knobs (jobs, limits...) come from --config FILE "
+        "(docs/configuration.md).",
+    )
     e.add_argument("source", help="folder of <Category>/<name>.py, one .py, or a .jsonl")
     e.add_argument("--tasks", metavar="GLOB", help="only tasks whose id matches, e.g. 'Math/*'")
     e.add_argument(
@@ -196,12 +204,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from kbx.suite import load_errors
+    try:
+        from kbx.suite import load_errors
 
-    fit_console()
-    for where, why in load_errors().items():
-        console.print(f"[red]task file not loaded[/red] {where}: {why}", highlight=False)
-    return int(args.fn(args))
+        fit_console()
+        for where, why in load_errors().items():
+            console.print(f"[red]task file not loaded[/red] {where}: {why}", highlight=False)
+        return int(args.fn(args))
+    except KeyboardInterrupt:  # before a command's own handling (loading torch and the suite)
+        console.print("interrupted before anything ran", highlight=False)
+        return 130
 
 
 if __name__ == "__main__":

@@ -103,10 +103,13 @@ class Evaluator:
         gpu_count = len(gpus) if gpus else 1
         self.jobs = self.config.tuning.jobs or default_jobs(device, gpu_count)
         self.backend = backend
+        self.closed = False
         trace.enable(self.config.tuning.trace)
 
     def start(self) -> Evaluator:
         """Start the backend's processes (done by the first submission otherwise)."""
+        if self.closed:
+            raise RuntimeError("this Evaluator is closed: open a new one")
         if self.backend is None:
             self.backend = LocalBackend(self.config, self.gpus, self.jobs)
         return self
@@ -152,6 +155,7 @@ class Evaluator:
 
     def close(self, cancel: bool = False) -> None:
         """End the processes (``cancel``: without finishing queued candidates)."""
+        self.closed = True
         if self.backend is not None:
             self.backend.close(cancel)
             self.backend = None

@@ -5,14 +5,29 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
+import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from rich.text import Text
 
 from kbx.terminal import console, fail, progress_bar, tasks_problem
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    """``kbx eval``; a Ctrl-C at any point ends it with a one-line hint and exit code 130."""
+    out = Path(args.out or f"runs/{time.strftime('%Y%m%d-%H%M%S')}")
+    try:
+        return evaluate_source(args, out)
+    except KeyboardInterrupt:
+        return interrupted(out, same_command=bool(args.out))
+
+
+def evaluate_source(args: argparse.Namespace, out: Path) -> int:
     from kbx.config import ConfigError, load_tuning
     from kbx.evaluator import DEFAULT, Evaluator
     from kbx.hardware import default_device, device_problem
@@ -20,7 +35,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
     device = args.device or default_device()
     if problem := device_problem(device):
         return fail(problem)
-    out = Path(args.out or f"runs/{time.strftime('%Y%m%d-%H%M%S')}")
     source = Path(args.source)
     if problem := source_problem(source, args.tasks):
         return fail(problem)
@@ -36,16 +50,43 @@ def cmd_eval(args: argparse.Namespace) -> int:
     ev = Evaluator(
         device, gpus=gpus, perf=not args.no_perf, run_dir=out, baselines=baselines, tuning=tuning
     )
-    try:
-        with ev:
-            summary = run_with_progress(source, out, ev, args.tasks)
-    except KeyboardInterrupt:
-        console.print(
-            f"[yellow]interrupted[/yellow]: the results so far are in {out}; "
-            "run the same command again to resume where it stopped"
-        )
-        return 130
+    with ev:  # a Ctrl-C closes it with its children killed (``Scheduler.close``)
+        summary = run_with_progress(source, out, ev, args.tasks)
     return print_run(source, out, device, summary)
+
+
+def interrupted(out: Path, same_command: bool, wait_s: float = 2.0) -> int:
+    """After a Ctrl-C, once the Evaluator has closed (its children killed, the results exported):
+    the one-line hint, and 130, a Ctrl-C's exit code.  SIGINT is ignored meanwhile: a second
+    Ctrl-C would print a traceback over the hint.  A job thread still judging a child that
+    finished just before the Ctrl-C would keep the interpreter alive until it is done: after
+    ``wait_s`` the process ends at once instead (``os._exit``, its output flushed), as that
+    thread's result is dropped anyway."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        hint = Text(resume_hint(out, same_command), style="yellow")
+        console.print(hint, soft_wrap=True)  # one line, however long
+        end = time.monotonic() + wait_s
+        others = [t for t in threading.enumerate() if t is not threading.current_thread()]
+        for thread in (t for t in others if not t.daemon):
+            thread.join(max(0.0, end - time.monotonic()))
+        if any(t.is_alive() and not t.daemon for t in others):
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(130)
+        return 130
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def resume_hint(out: Path, same_command: bool) -> str:
+    """What an interrupted run left and how to go on from it."""
+    if not (out / "kbx.sqlite").exists():
+        return "interrupted before the run began"
+    done = f"interrupted: the results so far are in {out}"
+    if same_command:
+        return f"{done}; run the same command again to resume"
+    return f"{done}; add --out {out} to resume"  # the default folder: named for the time
 
 
 def run_with_progress(source: Path, out: Path, ev: Any, pattern: str | None) -> dict[str, Any]:

@@ -165,7 +165,7 @@ def test_baselines_are_fetched_in_the_background_and_failures_left_for_later(mon
     task = find("Math/rsqrt")
     calls = []
 
-    def fake(self, task_, kinds, lock_path, gpu=None):
+    def fake(self, task_, kinds, lock_path, gpu=None, core=None):
         calls.append((task_.id, kinds, lock_path, gpu, threading.current_thread().name))
         raise RuntimeError("eager failed")  # raised again by speedups' own call, not here
 
@@ -215,11 +215,11 @@ def test_the_stage_fills_the_result_with_cases_speedups_and_lock_wait(monkeypatc
     monkeypatch.setattr(
         Baselines,
         "ms",
-        lambda self, t, kinds, lock, gpu=None: {
+        lambda self, t, kinds, lock, gpu=None, core=None: {
             (i, k): 2.0 for i in range(len(t.bench)) for k in kinds
         },
     )
-    monkeypatch.setattr(Baselines, "peaks", lambda self, lock: Peaks(1e9, {"fp32": 1e9}))
+    monkeypatch.setattr(Baselines, "peaks", lambda self, lock, core=None: Peaks(1e9, {"fp32": 1e9}))
     cfg = EvalConfig(device="cuda", baseline_cache=tmp_path / "b.sqlite")
     result = Result.of(Candidate("s", task.id, "x"), "cuda", Verdict.PASSED, "all match", "done")
     reports = [{"median_ms": 1.0, "reps": 10, "fresh_ms": 1.0} for _ in task.bench]

@@ -10,13 +10,17 @@ processes; ``kbx.evaluator`` chooses between the two.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
+import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import replace
+from pathlib import Path
 
 import torch
 
@@ -37,6 +41,8 @@ CHECK_SHARE = 4  # the parent's torch threads: the cores over this (``check_thre
 # default is 5 ms): a job thread waits for the GIL after each of its system calls, up to that
 # long while another thread computes references (docs/design/throughput.md, GIL switch interval)
 SWITCH_S = 0.0005
+
+CANCEL_S = 5.0  # ``close(cancel=True)``: the most it waits for the job threads to end
 
 OnBaseline = Callable[[str, int], None]  # a task's baselines measured; how many tasks are left
 
@@ -184,16 +190,76 @@ class Scheduler:
                     on_baseline(fut.result(), len(futures) - left)
 
     def close(self, cancel: bool = False) -> None:
-        """End the job threads (``cancel``: without waiting for queued candidates) and the fork
-        servers, and hand the cached GPU memory back: the parent keeps its checks' blocks, and
-        the next run in the same process would start with its children out of memory."""
+        """End the job threads and the fork servers, and hand the cached GPU memory back: the
+        parent keeps its checks' blocks, and the next run in the same process would start with
+        its children out of memory.  ``cancel`` (Ctrl-C): queued candidates never start and the
+        children in flight are killed, so that their threads end in a second, not when the
+        slowest child reaches its time limit; their results are dropped."""
         if self.pool is not None:
             self.pool.shutdown(wait=not cancel, cancel_futures=cancel)
+            if cancel:
+                self.stop_children()
             self.pool = None
         self.ctx.close()
         self.cores.release()
         if torch.cuda.is_initialized():
             torch.cuda.empty_cache()
+
+    def stop_children(self) -> None:
+        """Kill the children in flight until every job thread has given its slot back (at most
+        ``CANCEL_S``; a second Ctrl-C meanwhile is ignored: it would leave them running).
+        Nothing is forked from then on, and no killed child turns the fork server off with a
+        message: a thread whose child dies setting up tries once more, in a fresh interpreter,
+        which is killed in turn."""
+        self.servers.given_up.setdefault(self.cfg.device, "the run was cancelled")
+        end = time.monotonic() + CANCEL_S
+        with sigint_ignored():
+            while self.slots.qsize() < self.jobs and time.monotonic() < end:
+                kill_children([server.pid for server in list(self.servers.servers.values())])
+                time.sleep(0.05)
+
+
+def kill_children(server_pids: list[int]) -> None:
+    """Kill the candidates' children of these fork servers and this process's children in fresh
+    interpreters (``kbx.evaluate.child``), each with its process group: every child leads a
+    session of its own, and its namespace ends with it (``confine.isolate``)."""
+    me = os.getpid()
+    for pid, ppid in parents().items():
+        if ppid in server_pids or (ppid == me and b"kbx.evaluate.child" in cmdline(pid)):
+            for kill in (os.killpg, os.kill):  # a child not yet in its own session: itself
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    kill(pid, signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored meanwhile, where this thread may set the handler (the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+
+
+def parents() -> dict[int, int]:
+    """Each process's parent, from /proc (a process that ends meanwhile is left out)."""
+    found = {}
+    for name in os.listdir("/proc"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if name.isdigit():
+                stat = Path(f"/proc/{name}/stat").read_text()
+                found[int(name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    return found
+
+
+def cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def drain(pending: dict[Future[Result], Candidate]) -> Iterator[tuple[Candidate, Result]]:

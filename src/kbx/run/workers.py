@@ -21,6 +21,7 @@ import itertools
 import multiprocessing as mp
 import os
 import queue
+import signal
 import subprocess
 import threading
 import traceback
@@ -35,7 +36,7 @@ from kbx.config import EvalConfig
 from kbx.evaluate import childenv
 from kbx.result import Result
 from kbx.run import servers
-from kbx.run.scheduler import OnBaseline, Scheduler, slot_gpus
+from kbx.run.scheduler import CANCEL_S, OnBaseline, Scheduler, slot_gpus
 from kbx.runtime.servers import ForkServers
 from kbx.verdict import Verdict
 
@@ -164,12 +165,16 @@ class Workers:
                 answers.put((number, result))
 
     def close(self, cancel: bool = False) -> None:
-        """Workers end once their job threads have read a stop, or are killed after 30 s (at
-        once with ``cancel``)."""
+        """Workers end once their job threads have read a stop, or are killed after 30 s.  With
+        ``cancel`` (Ctrl-C) each is told to stop at once (SIGTERM: it kills its children in
+        flight, ``cancelled``) and killed if it has not within ``CANCEL_S``."""
         for _ in range(self.jobs):
             self.todo.put(None)
+        if cancel:
+            for w in self.procs:
+                w.terminate()
         for w in self.procs:
-            w.join(timeout=0 if cancel else 30)
+            w.join(timeout=CANCEL_S + 1 if cancel else 30)
             if w.is_alive():
                 w.kill()
                 w.join()
@@ -180,6 +185,13 @@ class Workers:
                 server.kill()
                 server.wait()
         self.parent.close(cancel)
+
+
+def cancelled(sched: Scheduler) -> None:
+    """A worker told to stop (the run was cancelled): its children in flight killed, it ends."""
+    with contextlib.suppress(Exception):
+        sched.stop_children()
+    os._exit(143)
 
 
 def worker_slots(part: list[int | None]) -> list[int | None]:
@@ -219,7 +231,9 @@ def serve(
     ``launched``: the fork server the parent started for it)."""
     trace.enable(cfg.tuning.trace)
     trace.mark("worker: imported")
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the parent's to handle
     sched = Scheduler(cfg, len(slots), list(dict.fromkeys(slots))).start(reserved, launched)
+    signal.signal(signal.SIGTERM, lambda signum, frame: cancelled(sched))
     trace.mark("worker: set up")
 
     def job_thread() -> None:

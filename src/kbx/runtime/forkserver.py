@@ -107,11 +107,12 @@ def serve(
 
 
 def preload(device: str) -> None:
-    """What every child would otherwise load itself: torch's dispatch modes and, for CPU
+    """What every child would otherwise load itself: torch's dispatch modes, the channel's
+    message schemas (pydantic: about 80 ms a child, docs/design/libraries.md) and, for CPU
     children, the profiler's first session (it imports ~900 modules; ``opcheck`` opens one a
     case).  Not on a GPU host: the profiler starts CUPTI there, and forks could not use CUDA
     (docs/design/sandbox.md)."""
-    from kbx.evaluate import benchtime
+    from kbx.evaluate import benchtime, channel  # noqa: F401 - imported for the children
     from kbx.runtime import gpuops
 
     gpuops.preload()
