@@ -118,13 +118,13 @@ def test_a_result_times_the_steps_before_its_child_starts(monkeypatch):
     """``start``: the job's steps before its child (the prefetches); the first jobs of a
     two-H200 run spent seconds there that no stage counted (2026-12-01)."""
     from kbx.candidate import Candidate
-    from kbx.evaluate import check as reference
     from kbx.evaluate import pipeline
+    from kbx.evaluate.references import References
 
     def slow_prefetch(*args, **kwargs):
         time.sleep(0.3)
 
-    monkeypatch.setattr(reference, "prefetch", slow_prefetch)
+    monkeypatch.setattr(References, "prefetch", slow_prefetch)
     code = (REFERENCE / "Math" / "rsqrt.py").read_text()
     result = pipeline.evaluate(Candidate("x", "Math/rsqrt", code), EvalConfig(device="cpu"))
     assert result.verdict.value == "passed"

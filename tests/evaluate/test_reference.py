@@ -145,7 +145,7 @@ def test_checked_tasks_output_structures_match_their_references():
     for task in checked:
         for i, case in enumerate(task.cases):
             inputs = task.make_inputs(case, "cpu")
-            got = reference.output_structure(task, inputs)
+            got = references.output_structure(task, inputs)
             if got is None:
                 continue
             want = references.run_reference(task, inputs, case.torch_seed, "cpu")
@@ -168,7 +168,7 @@ def test_a_checked_benchmark_case_is_judged_without_running_the_reference(monkey
     def no_run(*args, **kwargs):
         raise AssertionError("the reference ran")
 
-    monkeypatch.setattr(reference, "run_reference", no_run)
+    monkeypatch.setattr(references, "run_reference", no_run)
     inputs, want = References().compute(task, "timed", 0, "cpu")
     assert all(t.device.type == "meta" for t in want)
     u, s, vh = (torch.empty(t.shape, dtype=t.dtype) for t in want)
@@ -185,7 +185,7 @@ def test_a_stale_timed_output_says_which_contents_it_fits(monkeypatch):
     fits = {"timed_refill"}  # the output is right for the redrawn contents only
     asked = []
 
-    def judge_case(task, kind, index, runs, device, lock=None):
+    def judge_case(task, kind, index, runs, device, lock=None, refs=None):
         asked.append(kind)
         if kind not in fits:
             raise Reject(Verdict.MISMATCH, "values differ")
