@@ -1,0 +1,157 @@
+"""Result tables for analysis: kbx run folders and KernelBench-X metrics folders, one row per
+(task, method, model, round, sample, gpu), completed over the full suite (missing rows fail)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+TASKS_DIR = Path(__file__).parent.parent / "tasks"
+KEYS = ["task_id", "method", "model", "round", "sample", "gpu"]
+QUANT_NAME = re.compile(r"int8|int4|fp8|w\d+a\d+|quant")
+MISSING = "missing"  # the verdict of a row the run did not produce
+
+
+def suite_tasks(tasks_dir: Path = TASKS_DIR) -> pd.Series:
+    """task_id -> category for every task file (no imports: analysis needs no torch)."""
+    ids = sorted(f"{p.parent.name}/{p.stem}" for p in tasks_dir.glob("*/*.py"))
+    return pd.Series([i.split("/")[0] for i in ids], index=pd.Index(ids, name="task_id"))
+
+
+def load(paths: Iterable[Path], suite: pd.Series | None = None) -> pd.DataFrame:
+    """Every kbx run folder (``results.jsonl``) and KernelBench-X metrics folder in ``paths``."""
+    rows: list[dict[str, Any]] = []
+    for path in map(Path, paths):
+        if (path / "results.jsonl").exists() or path.name == "results.jsonl":
+            rows += kbx_rows(path)
+        else:
+            rows += kbx_tree_rows(path)
+    return complete(pd.DataFrame(rows), suite_tasks() if suite is None else suite)
+
+
+def kbx_rows(path: Path) -> list[dict[str, Any]]:
+    """One row per record of a kbx run's ``results.jsonl``; method defaults to the folder."""
+    file = path if path.name == "results.jsonl" else path / "results.jsonl"
+    lines = [line for line in file.read_text().splitlines() if line.strip()]
+    return [record_row(json.loads(line), file.parent.name) for line in lines]
+
+
+def record_row(rec: Mapping[str, Any], folder: str) -> dict[str, Any]:
+    meta = rec.get("meta") or {}
+    pick = lambda k: rec.get(k) if rec.get(k) is not None else meta.get(k)  # noqa: E731
+    cases = rec.get("cases") or []
+    speedup = rec.get("speedup")
+    perf_ok = rec.get("verdict") == "passed" and speedup is not None and math.isfinite(speedup)
+    return {
+        "task_id": rec["task_id"],
+        "method": str(pick("method") or folder),
+        "model": str(pick("model") or ""),
+        "round": int(pick("round") or 0),
+        "sample": int(pick("sample") or 0),
+        "gpu": str((rec.get("fingerprint") or {}).get("gpu") or rec.get("device") or "unknown"),
+        "verdict": str(rec.get("verdict")),
+        "call_ok": bool(rec.get("ran")),
+        "exe_ok": bool(rec.get("correct")),
+        "perf_ok": perf_ok,
+        "speedup": float(speedup) if perf_ok else math.nan,
+        "kernel_ms": sum(c["kernel_ms"] for c in cases) if perf_ok and cases else math.nan,
+        "eager_ms": sum(c["eager_ms"] for c in cases) if perf_ok and cases else math.nan,
+        "gbs": max((c.get("achieved_gbs") or 0.0 for c in cases), default=math.nan),
+        "tflops": max((c.get("achieved_tflops") or 0.0 for c in cases), default=math.nan),
+    }
+
+
+def kbx_tree_rows(root: Path, gpu: str = "unknown") -> list[dict[str, Any]]:
+    """KernelBench-X ``metrics.json`` files under ``root``: ``<gpu>/<method>/metrics.json``
+    (the per-GPU layout), ``<method>/metrics.json``, or ``root`` itself being one."""
+    files = [root] if root.is_file() else sorted(root.rglob("metrics.json"))
+    rows: list[dict[str, Any]] = []
+    for file in files:
+        parts = file.parent.relative_to(root).parts if root.is_dir() else ()
+        method = parts[-1] if parts else file.parent.name
+        rows += metrics_rows(file, method, parts[-2] if len(parts) >= 2 else gpu)
+    return rows
+
+
+def metrics_rows(file: Path, method: str, gpu: str) -> list[dict[str, Any]]:
+    """Rows of one released-harness ``metrics.json`` (keyed by ``Category/name.py``)."""
+    data = json.loads(file.read_text())
+    return [metric_row(key, value, method, gpu) for key, value in data.items()]
+
+
+def metric_row(key: str, m: Mapping[str, Any], method: str, gpu: str) -> dict[str, Any]:
+    speedup = number(m.get("speedup"))
+    perf_ok = bool(m.get("perf_ok")) and math.isfinite(speedup)
+    sizes = [number(r.get("ms")) for r in m.get("performance") or []]
+    kernel_ms = sum(sizes) if sizes else number(m.get("runtime_ms"))
+    # released speedup = sum of golden ms / sum of generated ms, so golden = speedup * generated
+    eager_ms = speedup * kernel_ms if perf_ok else math.nan
+    call_ok, exe_ok = bool(m.get("call_ok")), bool(m.get("exe_ok"))
+    verdict = "passed" if perf_ok else "perf_fail" if exe_ok else "exe_fail" if call_ok else "call_fail"
+    return {
+        "task_id": key.removesuffix(".py"),
+        "method": method,
+        "model": "",
+        "round": 0,
+        "sample": 0,
+        "gpu": gpu,
+        "verdict": verdict,
+        "call_ok": call_ok,
+        "exe_ok": call_ok and exe_ok,
+        "perf_ok": call_ok and exe_ok and perf_ok,
+        "speedup": speedup if perf_ok else math.nan,
+        "kernel_ms": kernel_ms if perf_ok else math.nan,
+        "eager_ms": eager_ms,
+        "gbs": number(m.get("gbs")),
+        "tflops": number(m.get("tflops")),
+    }
+
+
+def number(x: Any) -> float:
+    """A metrics field as a float: the harness writes ``"N/A"`` where it has none."""
+    return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else math.nan
+
+
+def complete(rows: pd.DataFrame, suite: pd.Series) -> pd.DataFrame:
+    """Every run (method, model, round, sample, gpu) crossed with every suite task; rows the run
+    lacks fail with verdict ``missing``; tasks outside the suite are dropped (``attrs``).
+    A (run, task) present twice keeps its last record."""
+    suite = suite.sort_index()
+    rows = empty_table() if rows.empty else rows
+    unknown = sorted(set(rows["task_id"]) - set(suite.index))
+    rows = rows[rows["task_id"].isin(suite.index)].drop_duplicates(KEYS, keep="last")
+    runs = rows[KEYS[1:]].drop_duplicates()
+    grid = runs.merge(pd.DataFrame({"task_id": suite.index}), how="cross")
+    out = grid.merge(rows, on=KEYS, how="left")
+    out["verdict"] = out["verdict"].fillna(MISSING)
+    for col in ("call_ok", "exe_ok", "perf_ok"):
+        out[col] = out[col].astype("boolean").fillna(False).astype(bool)
+    return finish(out, suite, unknown)
+
+
+def finish(out: pd.DataFrame, suite: pd.Series, unknown: list[str]) -> pd.DataFrame:
+    out["category"] = suite.reindex(out["task_id"]).to_numpy()
+    out["quant"] = (out["category"] == "Quantization") | out["task_id"].str.contains(QUANT_NAME)
+    out = out.sort_values(KEYS, kind="stable").reset_index(drop=True)
+    out.attrs["unknown_tasks"] = unknown
+    return out
+
+
+def empty_table() -> pd.DataFrame:
+    """No rows, with the columns and types of a loaded table."""
+    types = {"round": "int64", "sample": "int64", "verdict": object}
+    types |= {c: bool for c in ("call_ok", "exe_ok", "perf_ok")}
+    types |= {c: float for c in ("speedup", "kernel_ms", "eager_ms", "gbs", "tflops")}
+    types |= {c: object for c in ("task_id", "method", "model", "gpu")}
+    return pd.DataFrame({c: pd.Series(dtype=t) for c, t in types.items()})
+
+
+def save(table: pd.DataFrame, path: Path) -> None:
+    """The table as Parquet (pyarrow), for a report built elsewhere."""
+    table.to_parquet(path, index=False)
