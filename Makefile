@@ -7,9 +7,18 @@ BIN := $(VENV)/bin
 # `make install CONSTRAINTS=other.txt` installs others.
 CONSTRAINTS ?= constraints.txt
 
-.PHONY: install demo test check gpu-test clean
+.PHONY: install browser demo test check gpu-test clean
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed browser
+
+# tests/analyze/test_report.py opens the analysis report in headless Chromium: installed here with
+# Debian's package when we are root and it is missing (about 45 s); otherwise we say what to do.
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; } || \
+		echo "kbx: apt-get could not install chromium; the report test will fail" >&2; \
+	else echo "kbx: no chromium; the report test needs it: sudo apt-get install chromium" >&2; fi
 
 $(VENV)/.installed: pyproject.toml $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

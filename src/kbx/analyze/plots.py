@@ -32,8 +32,8 @@ def svg(fig: Figure, name: str) -> str:
 
 def method_colors(results: AnalysisResults) -> dict[str, str]:
     """One colour per method, the same in every figure."""
-    palette = matplotlib.colormaps["tab10"].colors
-    return {m: matplotlib.colors.to_hex(palette[i % 10]) for i, m in enumerate(results.methods)}
+    palette = matplotlib.colormaps["tab10"]
+    return {m: matplotlib.colors.to_hex(palette(i % 10)) for i, m in enumerate(results.methods)}
 
 
 def _one_axes(height: float = TALL) -> tuple[Figure, Axes]:
@@ -49,6 +49,8 @@ def _speedup_axis(ax: Axes, axis: str = "y") -> None:
     """Log scale with the 1x line (as fast as eager) marked: speedups are ratios.  Ticks at
     1, 2 and 5 per decade, labelled as plain multiples ("0.5x"), not powers of ten."""
     (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
+    lo, hi = ax.get_ylim() if axis == "y" else ax.get_xlim()  # widened to show 0.5x, 1x and 2x
+    (ax.set_ylim if axis == "y" else ax.set_xlim)(min(lo, 0.45), max(hi, 2.2))
     (ax.axhline if axis == "y" else ax.axvline)(1.0, color="0.4", lw=0.8, ls="--")
     target = ax.yaxis if axis == "y" else ax.xaxis
     target.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
@@ -88,7 +90,8 @@ def method_rates(results: AnalysisResults) -> Figure:
         errs = list(zip(*(_err(iv) for iv in ivs), strict=True))
         ax.bar(xs, [iv.value for iv in ivs], width, yerr=errs, capsize=3, label=name)
     ax.set_xticks(range(len(results.methods)), results.methods, rotation=20, ha="right")
-    ax.set_ylim(0, 1)
+    ax.set_ylim(0, 1.15)  # headroom for the legend above the bars
+    ax.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
     ax.set_ylabel("share of tasks")
     ax.legend(ncols=3, loc="upper right", fontsize=8)
     return fig
@@ -100,7 +103,9 @@ def speedups_by_category(results: AnalysisResults) -> Figure:
     fig, ax = _one_axes(height=0.3 * max(len(cats), 1) + 1.2)
     if cats:
         data = [results.speedups[c] for c in cats]
-        ax.boxplot(data, orientation="horizontal", tick_labels=cats, widths=0.6, flierprops={"ms": 3})
+        ax.boxplot(
+            data, orientation="horizontal", tick_labels=cats, widths=0.6, flierprops={"ms": 3}
+        )
     _speedup_axis(ax, "x")
     ax.invert_yaxis()  # categories read top-down in their given order
     ax.set_xlabel("speedup over PyTorch eager (log)")
@@ -164,7 +169,8 @@ def slower_share(results: AnalysisResults) -> Figure:
     ivs = [results.slower_share[m] for m in methods]
     colors = method_colors(results)
     errs = list(zip(*(_err(iv) for iv in ivs), strict=True)) if ivs else None
-    ax.bar(methods, [iv.value for iv in ivs], yerr=errs, capsize=3, color=[colors[m] for m in methods])
+    values = [iv.value for iv in ivs]
+    ax.bar(methods, values, yerr=errs, capsize=3, color=[colors[m] for m in methods])
     ax.set_ylim(0, 1)
     ax.set_ylabel("correct but slower than eager")
     ax.tick_params(axis="x", rotation=20)

@@ -108,11 +108,11 @@ def render(results: AnalysisResults | Mapping[str, Any]) -> str:
     figures = "\n".join(_figure(p, results) for p in shown_plots(results))
     title = escape(results.title)
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
         f"<title>{title}</title><style>{STYLE}</style><script>{SCRIPT}</script></head>\n"
-        f"<body><h1>{title}</h1>\n{_overview(results)}\n<div class=\"plots\">{figures}</div>\n"
-        f"<h2>Per category</h2>\n<div class=\"tables\">{_tables(results)}</div>\n</body></html>\n"
+        f'<body><h1>{title}</h1>\n{_overview(results)}\n<div class="plots">{figures}</div>\n'
+        f'<h2>Per category</h2>\n<div class="tables">{_tables(results)}</div>\n</body></html>\n'
     )
 
 
@@ -144,11 +144,13 @@ def _overview(results: AnalysisResults) -> str:
     for m in results.methods:
         r = results.rates[m]
         cells = "".join(
-            f"<td>{_pct(iv.value)} [{_pct(iv.lo)}, {_pct(iv.hi)}]</td>" for iv in (r.call, r.exe, r.fast_1)
+            f"<td>{_pct(iv.value)} [{_pct(iv.lo)}, {_pct(iv.hi)}]</td>"
+            for iv in (r.call, r.exe, r.fast_1)
         )
         rows.append(f"<tr><td>{escape(m)}</td>{cells}<td>{r.exe.n}</td></tr>")
     head = "<tr><th>method</th><th>call</th><th>exe</th><th>fast_1</th><th>tasks</th></tr>"
-    return f"<table class=\"overview\"><caption>Rates with intervals</caption>{head}{''.join(rows)}</table>"
+    caption = "<caption>Rates with intervals</caption>"
+    return f'<table class="overview">{caption}{head}{"".join(rows)}</table>'
 
 
 def _tables(results: AnalysisResults) -> str:
