@@ -59,8 +59,10 @@ class Resampler:
             boot = (self.weights @ n) / (self.weights @ d)
             point = n.sum(0) / d.sum(0)
         counts = (d > 0).sum(0)
+        lo, hi = bounds(boot)
         return [
-            estimate(point[g], boot[:, g], int(counts[g]), n[:, g].sum(), d[:, g].sum())
+            Estimate(value=float(point[g]), lo=float(lo[g]), hi=float(hi[g]), n=int(counts[g]),
+                     num=float(n[:, g].sum()), den=float(d[:, g].sum()))
             for g in range(n.shape[1])
         ]
 
@@ -82,14 +84,27 @@ class Resampler:
         return np.asarray(self.tasks.get_indexer(task_ids))
 
 
+def bounds(boot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval per column of (B, G) resampled values; NaN resamples (no rows) are
+    left out, and nanquantile (slow) runs only where there are some."""
+    alpha = (1 - LEVEL) / 2
+    if boot.shape[0] == 0:
+        nan = np.full(boot.shape[1:], np.nan)
+        return nan, nan
+    if not np.isnan(boot).any():
+        lo, hi = np.quantile(boot, [alpha, 1 - alpha], axis=0)
+        return lo, hi
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN: no resample had any rows
+        lo, hi = np.nanquantile(boot, [alpha, 1 - alpha], axis=0)
+    return lo, hi
+
+
 def estimate(
     point: float, boot: np.ndarray, n: int, num: float | None = None, den: float | None = None
 ) -> Estimate:
-    alpha = (1 - LEVEL) / 2
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN: no resample had any rows
-        lo, hi = np.nanquantile(boot, [alpha, 1 - alpha]) if boot.size else (np.nan, np.nan)
-    return Estimate(value=float(point), lo=float(lo), hi=float(hi), n=n, num=num, den=den)
+    lo, hi = bounds(boot[:, None])
+    return Estimate(value=float(point), lo=float(lo[0]), hi=float(hi[0]), n=n, num=num, den=den)
 
 
 def empty() -> Estimate:

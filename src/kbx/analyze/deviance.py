@@ -63,7 +63,10 @@ def glm_deviance(frame: pd.DataFrame, y: str, factors: list[str]) -> tuple[float
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fit = sm.GLM(frame[y].astype(float).to_numpy(), design, family=sm.families.Binomial()).fit()
+    # statsmodels warns only of perfect separation; a level with all-equal outcomes (an all-fail
+    # Quantization) shows as a coefficient running off towards infinity instead
     separated = any("separation" in str(w.message).lower() for w in caught)
+    separated |= bool(np.abs(np.asarray(fit.params)).max(initial=0.0) > 10)
     return float(fit.deviance), separated
 
 
@@ -71,6 +74,7 @@ def deviance(table: pd.DataFrame, rs: Resampler, response: str = "exe_ok", gpu: 
     """D_null, D_category, D_method, D_both and the marginal and partial shares with LR tests."""
     frame = outcomes(table, gpu)
     levels = {f: int(frame[f].nunique()) for f in ("category", "method")}
+    tasks = int(frame["task_id"].nunique())
     d0, b0 = factor_deviance(rs, frame, None, response)
     dx = {f: factor_deviance(rs, frame, f, response) for f in levels}
     both, separated = glm_deviance(frame, response, list(levels)) if len(frame) else (0.0, False)
@@ -80,11 +84,11 @@ def deviance(table: pd.DataFrame, rs: Resampler, response: str = "exe_ok", gpu: 
         drop = d0 - dx[f][0]
         with np.errstate(invalid="ignore", divide="ignore"):
             boot = (b0 - dx[f][1]) / b0
-        shares.append(share(f, "marginal", estimate(ratio(drop, d0), boot, levels[f]), drop, df, d0))
+        shares.append(share(f, "marginal", estimate(ratio(drop, d0), boot, tasks), drop, df, d0))
         drop = dx[other][0] - both
-        point = Estimate(value=ratio(drop, d0), lo=np.nan, hi=np.nan, n=levels[f])
+        point = Estimate(value=ratio(drop, d0), lo=np.nan, hi=np.nan, n=tasks)
         shares.append(share(f, "partial", point, drop, df, d0))
-    return Deviance(n=len(frame), n_tasks=int(frame["task_id"].nunique()), response=response,
+    return Deviance(n=len(frame), n_tasks=tasks, response=response,
                     d_null=d0, d_category=dx["category"][0], d_method=dx["method"][0], d_both=both,
                     separation=separated, shares=shares)
 

@@ -92,7 +92,9 @@ def at_k(
     """pass@k (and fast_p@k for p in ``grid``) per method over the final round's samples; k is
     capped at the samples each method has. n = suite tasks; each task's estimate is averaged."""
     frame = final(table)
-    frame = flags(frame[frame["gpu"] == (gpu or sorted(frame["gpu"].unique())[0])]) if len(frame) else frame
+    if frame.empty:
+        return Table(name="at_k", n=0, labels={}, rows=[])
+    frame = flags(frame[frame["gpu"] == (gpu or sorted(frame["gpu"].unique())[0])])
     hits = {"pass": frame["exe"]} | {f"fast_{p:g}": frame["perf"] * (frame["speedup"].fillna(0) > p) for p in grid}
     per_task = frame.assign(**hits).groupby(["method", "task_id"])
     counts = per_task[list(hits)].sum().assign(n=per_task.size()).reset_index()

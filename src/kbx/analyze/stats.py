@@ -58,6 +58,8 @@ def outcomes(table: pd.DataFrame, gpu: str | None = None, rounds: str = "final")
 
 def group_rows(rs: Resampler, frame: pd.DataFrame, by: Sequence[str], specs: dict[str, Spec]) -> list[Row]:
     """For each spec, sum(numerator) / sum(denominator) per group of ``by``, over tasks."""
+    if frame.empty:
+        return []
     frame = frame.assign(one=1.0)
     out: dict[Any, dict[str, Estimate]] = {}
     for name, (num, den, transform) in specs.items():
