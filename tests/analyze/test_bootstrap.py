@@ -32,7 +32,13 @@ def test_interval_covers_the_true_rate_about_95_percent():
     reps = 300
     rs = Resampler(SUITE, resamples=400, seed=2)
     for _ in range(reps):
-        frame = pd.DataFrame({"task_id": SUITE.sort_index().index, "y": (rng.random((8, 40)) < p).mean(0), "one": 1.0})
+        frame = pd.DataFrame(
+            {
+                "task_id": SUITE.sort_index().index,
+                "y": (rng.random((8, 40)) < p).mean(0),
+                "one": 1.0,
+            }
+        )
         est = rs.ratio(rs.matrix(frame, "y", ()), rs.matrix(frame, "one", ()))[0]
         hits += est.lo <= truth <= est.hi
     assert 0.90 <= hits / reps <= 0.99

@@ -8,7 +8,9 @@ from kbx.analyze import deviance, stats, synthetic
 
 @pytest.fixture(scope="module")
 def big():
-    return synthetic.planted(scale=6.0, seed=7), synthetic.generate(synthetic.planted(scale=6.0, seed=7))
+    return synthetic.planted(scale=6.0, seed=7), synthetic.generate(
+        synthetic.planted(scale=6.0, seed=7)
+    )
 
 
 def test_closed_form_equals_the_glm(big):

@@ -11,9 +11,17 @@ SUITE = pd.Series(["Math", "Math", "Fusion"], index=["Math/add", "Math/cos", "Fu
 
 def record(task, verdict="passed", stage="done", speedup=2.0, **meta):
     cases = [{"kernel_ms": 1.0, "eager_ms": 2.0}] if speedup else []
-    return {"task_id": task, "verdict": verdict, "stage": stage, "speedup": speedup,
-            "cases": cases, "fingerprint": {"gpu": "NVIDIA H200"}, "meta": meta,
-            "ran": stage in ("check", "perf", "done"), "correct": stage in ("perf", "done")}
+    return {
+        "task_id": task,
+        "verdict": verdict,
+        "stage": stage,
+        "speedup": speedup,
+        "cases": cases,
+        "fingerprint": {"gpu": "NVIDIA H200"},
+        "meta": meta,
+        "ran": stage in ("check", "perf", "done"),
+        "correct": stage in ("perf", "done"),
+    }
 
 
 def write_run(folder, records):
@@ -23,11 +31,14 @@ def write_run(folder, records):
 
 
 def test_kbx_run_is_completed_over_the_suite(tmp_path):
-    run = write_run(tmp_path / "geak", [
-        record("Math/add", method="geak", round=1),
-        record("Fusion/f1", "mismatch", "check", None, method="geak", round=1),
-        record("Other/x", method="geak", round=1),
-    ])
+    run = write_run(
+        tmp_path / "geak",
+        [
+            record("Math/add", method="geak", round=1),
+            record("Fusion/f1", "mismatch", "check", None, method="geak", round=1),
+            record("Other/x", method="geak", round=1),
+        ],
+    )
     table = load.load([run], SUITE)
     assert len(table) == 3 and set(table["method"]) == {"geak"} and set(table["round"]) == {1}
     rows = table.set_index("task_id")
@@ -39,18 +50,34 @@ def test_kbx_run_is_completed_over_the_suite(tmp_path):
 
 
 def test_method_defaults_to_the_folder_and_last_duplicate_wins(tmp_path):
-    run = write_run(tmp_path / "claude", [record("Math/add"), record("Math/add", "timeout", "run", None)])
+    run = write_run(
+        tmp_path / "claude", [record("Math/add"), record("Math/add", "timeout", "run", None)]
+    )
     rows = load.load([run], SUITE).set_index("task_id")
-    assert rows.loc["Math/add", "method"] == "claude" and rows.loc["Math/add", "verdict"] == "timeout"
+    assert (
+        rows.loc["Math/add", "method"] == "claude" and rows.loc["Math/add", "verdict"] == "timeout"
+    )
 
 
 def test_released_metrics_tree(tmp_path):
     metrics = {
-        "Math/add.py": {"call_ok": True, "exe_ok": True, "perf_ok": True, "speedup": 1.5,
-                        "runtime_ms": 9.0, "gbs": 10.0, "tflops": "N/A",
-                        "performance": [{"ms": 1.0}, {"ms": 3.0}]},
-        "Math/cos.py": {"call_ok": True, "exe_ok": False, "perf_ok": False, "speedup": "N/A",
-                        "performance": []},
+        "Math/add.py": {
+            "call_ok": True,
+            "exe_ok": True,
+            "perf_ok": True,
+            "speedup": 1.5,
+            "runtime_ms": 9.0,
+            "gbs": 10.0,
+            "tflops": "N/A",
+            "performance": [{"ms": 1.0}, {"ms": 3.0}],
+        },
+        "Math/cos.py": {
+            "call_ok": True,
+            "exe_ok": False,
+            "perf_ok": False,
+            "speedup": "N/A",
+            "performance": [],
+        },
     }
     for gpu in ("4090", "h800"):
         (tmp_path / gpu / "geak").mkdir(parents=True)

@@ -35,10 +35,23 @@ def hand_table(speed, samples=1):
         for s in range(samples):
             v = speed[t][s]
             ok = not math.isnan(v)
-            rows.append({"task_id": task, "method": "m", "model": "", "round": 0, "sample": s,
-                         "gpu": "g", "verdict": "passed" if ok else "mismatch", "call_ok": True,
-                         "exe_ok": ok, "perf_ok": ok, "speedup": v, "kernel_ms": 1.0 if ok else np.nan,
-                         "eager_ms": v if ok else np.nan})
+            rows.append(
+                {
+                    "task_id": task,
+                    "method": "m",
+                    "model": "",
+                    "round": 0,
+                    "sample": s,
+                    "gpu": "g",
+                    "verdict": "passed" if ok else "mismatch",
+                    "call_ok": True,
+                    "exe_ok": ok,
+                    "perf_ok": ok,
+                    "speedup": v,
+                    "kernel_ms": 1.0 if ok else np.nan,
+                    "eager_ms": v if ok else np.nan,
+                }
+            )
     return finish(pd.DataFrame(rows), pd.Series(["A", "A"], index=["A/x", "A/y"]), [])
 
 

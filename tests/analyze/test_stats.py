@@ -66,6 +66,13 @@ def test_empty_input():
     rs = stats.resampler(table, 10)
     result = stats.rates(table, rs)
     assert result.n == 0 and result.rows == []
-    for f in (stats.category_method, stats.solved, stats.quantization, speedups.aggregates,
-              speedups.slower_share, speedups.fast_p, speedups.at_k):
+    for f in (
+        stats.category_method,
+        stats.solved,
+        stats.quantization,
+        speedups.aggregates,
+        speedups.slower_share,
+        speedups.fast_p,
+        speedups.at_k,
+    ):
         assert f(table, rs).n == 0

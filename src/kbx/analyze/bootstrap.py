@@ -61,8 +61,14 @@ class Resampler:
         counts = (d > 0).sum(0)
         lo, hi = bounds(boot)
         return [
-            Estimate(value=float(point[g]), lo=float(lo[g]), hi=float(hi[g]), n=int(counts[g]),
-                     num=float(n[:, g].sum()), den=float(d[:, g].sum()))
+            Estimate(
+                value=float(point[g]),
+                lo=float(lo[g]),
+                hi=float(hi[g]),
+                n=int(counts[g]),
+                num=float(n[:, g].sum()),
+                den=float(d[:, g].sum()),
+            )
             for g in range(n.shape[1])
         ]
 

@@ -45,12 +45,16 @@ def bernoulli_deviance(k: np.ndarray, n: np.ndarray) -> np.ndarray:
     return -2.0 * np.nansum(ll, axis=-1)
 
 
-def factor_deviance(rs: Resampler, frame: pd.DataFrame, factor: str | None, y: str) -> tuple[float, np.ndarray]:
+def factor_deviance(
+    rs: Resampler, frame: pd.DataFrame, factor: str | None, y: str
+) -> tuple[float, np.ndarray]:
     """D of the model with ``factor`` alone (None: the null), for the data and each resample."""
     frame = frame.assign(y=frame[y].astype(float), one=1.0)
     by = [factor] if factor else []
     k, n = rs.matrix(frame, "y", by).to_numpy(), rs.matrix(frame, "one", by).to_numpy()
-    return float(bernoulli_deviance(k.sum(0), n.sum(0))), bernoulli_deviance(rs.weights @ k, rs.weights @ n)
+    return float(bernoulli_deviance(k.sum(0), n.sum(0))), bernoulli_deviance(
+        rs.weights @ k, rs.weights @ n
+    )
 
 
 def glm_deviance(frame: pd.DataFrame, y: str, factors: list[str]) -> tuple[float, bool]:
@@ -70,7 +74,9 @@ def glm_deviance(frame: pd.DataFrame, y: str, factors: list[str]) -> tuple[float
     return float(fit.deviance), separated
 
 
-def deviance(table: pd.DataFrame, rs: Resampler, response: str = "exe_ok", gpu: str | None = None) -> Deviance:
+def deviance(
+    table: pd.DataFrame, rs: Resampler, response: str = "exe_ok", gpu: str | None = None
+) -> Deviance:
     """D_null, D_category, D_method, D_both and the marginal and partial shares with LR tests."""
     frame = outcomes(table, gpu)
     levels = {f: int(frame[f].nunique()) for f in ("category", "method")}
@@ -88,14 +94,30 @@ def deviance(table: pd.DataFrame, rs: Resampler, response: str = "exe_ok", gpu: 
         drop = dx[other][0] - both
         point = Estimate(value=ratio(drop, d0), lo=np.nan, hi=np.nan, n=tasks)
         shares.append(share(f, "partial", point, drop, df, d0))
-    return Deviance(n=len(frame), n_tasks=tasks, response=response,
-                    d_null=d0, d_category=dx["category"][0], d_method=dx["method"][0], d_both=both,
-                    separation=separated, shares=shares)
+    return Deviance(
+        n=len(frame),
+        n_tasks=tasks,
+        response=response,
+        d_null=d0,
+        d_category=dx["category"][0],
+        d_method=dx["method"][0],
+        d_both=both,
+        separation=separated,
+        shares=shares,
+    )
 
 
 def share(factor: str, kind: str, est: Estimate, drop: float, df: int, d0: float) -> Share:
     p = float(sps.chi2.sf(max(drop, 0.0), df)) if df > 0 else float("nan")
-    return Share(factor=factor, kind=kind, share=est, adjusted=ratio(drop - 2 * df, d0), lr_stat=drop, df=df, p_value=p)
+    return Share(
+        factor=factor,
+        kind=kind,
+        share=est,
+        adjusted=ratio(drop - 2 * df, d0),
+        lr_stat=drop,
+        df=df,
+        p_value=p,
+    )
 
 
 def ratio(a: float, b: float) -> float:

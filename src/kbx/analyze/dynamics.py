@@ -34,7 +34,9 @@ def transitions(table: pd.DataFrame, rs: Resampler, gpu: str | None = None) -> l
     return out
 
 
-def transition(rs: Resampler, part: pd.DataFrame, method: str, start: int, end: int, n: int) -> Transition:
+def transition(
+    rs: Resampler, part: pd.DataFrame, method: str, start: int, end: int, n: int
+) -> Transition:
     before = part[part["round"] == start].set_index("task_id")["exe_ok"]
     after = flags(part[part["round"] == end])
     was = before.reindex(after["task_id"]).fillna(False).to_numpy(bool)

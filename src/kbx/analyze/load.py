@@ -59,7 +59,7 @@ def record_row(rec: Mapping[str, Any], folder: str) -> dict[str, Any]:
         "call_ok": bool(rec.get("ran")),
         "exe_ok": bool(rec.get("correct")),
         "perf_ok": perf_ok,
-        "speedup": float(speedup) if perf_ok else math.nan,
+        "speedup": float(speedup) if perf_ok and speedup is not None else math.nan,
         "kernel_ms": sum(c["kernel_ms"] for c in cases) if perf_ok and cases else math.nan,
         "eager_ms": sum(c["eager_ms"] for c in cases) if perf_ok and cases else math.nan,
         "gbs": max((c.get("achieved_gbs") or 0.0 for c in cases), default=math.nan),
@@ -93,7 +93,9 @@ def metric_row(key: str, m: Mapping[str, Any], method: str, gpu: str) -> dict[st
     # released speedup = sum of golden ms / sum of generated ms, so golden = speedup * generated
     eager_ms = speedup * kernel_ms if perf_ok else math.nan
     call_ok, exe_ok = bool(m.get("call_ok")), bool(m.get("exe_ok"))
-    verdict = "passed" if perf_ok else "perf_fail" if exe_ok else "exe_fail" if call_ok else "call_fail"
+    verdict = (
+        "passed" if perf_ok else "perf_fail" if exe_ok else "exe_fail" if call_ok else "call_fail"
+    )
     return {
         "task_id": key.removesuffix(".py"),
         "method": method,

@@ -10,7 +10,17 @@ import numpy as np
 import pandas as pd
 
 from kbx.analyze.bootstrap import Estimate, Resampler
-from kbx.analyze.stats import FAST_P_GRID, Row, Spec, Table, final, flags, group_rows, n_tasks, outcomes
+from kbx.analyze.stats import (
+    FAST_P_GRID,
+    Row,
+    Spec,
+    Table,
+    final,
+    flags,
+    group_rows,
+    n_tasks,
+    outcomes,
+)
 
 AGGREGATE_LABELS = {
     "mean": "arithmetic mean of per-task speedups over perf_ok tasks (the paper's average)",
@@ -27,7 +37,9 @@ def aggregates(
     return aggregate_frame(flags(outcomes(table, gpu)), rs, by, n_tasks(table), "speedups")
 
 
-def aggregate_frame(frame: pd.DataFrame, rs: Resampler, by: Sequence[str], n: int, name: str) -> Table:
+def aggregate_frame(
+    frame: pd.DataFrame, rs: Resampler, by: Sequence[str], n: int, name: str
+) -> Table:
     specs: dict[str, Spec] = {
         "mean": ("s", "perf", None),
         "geomean": ("log_s", "perf", math.exp),
@@ -95,16 +107,27 @@ def at_k(
     if frame.empty:
         return Table(name="at_k", n=0, labels={}, rows=[])
     frame = flags(frame[frame["gpu"] == (gpu or sorted(frame["gpu"].unique())[0])])
-    hits = {"pass": frame["exe"]} | {f"fast_{p:g}": frame["perf"] * (frame["speedup"].fillna(0) > p) for p in grid}
+    hits = {"pass": frame["exe"]} | {
+        f"fast_{p:g}": frame["perf"] * (frame["speedup"].fillna(0) > p) for p in grid
+    }
     per_task = frame.assign(**hits).groupby(["method", "task_id"])
     counts = per_task[list(hits)].sum().assign(n=per_task.size()).reset_index()
     rows: list[Row] = []
     for method, part in counts.groupby("method"):
         n = part["n"].to_numpy(int)
-        cols = {f"{h}@{k}": unbiased(n, part[h].to_numpy(int), min(k, int(n.min()))) for h in hits for k in ks}
+        cols = {
+            f"{h}@{k}": unbiased(n, part[h].to_numpy(int), min(k, int(n.min())))
+            for h in hits
+            for k in ks
+        }
         part = part.assign(**cols)
         specs: dict[str, Spec] = {c: (c, "one", None) for c in cols}
-        rows += [Row(group={"method": method}, stats=r.stats) for r in group_rows(rs, part.assign(one=1.0), (), specs)]
-    labels = {"pass@k": "P(some of k samples is correct), unbiased; k capped at the samples",
-              "fast_p@k": "P(some of k samples is correct with speedup > p), unbiased"}
+        rows += [
+            Row(group={"method": method}, stats=r.stats)
+            for r in group_rows(rs, part.assign(one=1.0), (), specs)
+        ]
+    labels = {
+        "pass@k": "P(some of k samples is correct), unbiased; k capped at the samples",
+        "fast_p@k": "P(some of k samples is correct with speedup > p), unbiased",
+    }
     return Table(name="at_k", n=n_tasks(table), labels=labels, rows=rows)

@@ -32,8 +32,13 @@ def spread(rs: Resampler, ratios: pd.Series, label: str) -> Spread:
     values = ratios.to_numpy(float)
     where = rs.positions(pd.Series(ratios.index))
     top = float(values.max()) if len(values) else float("nan")
-    return Spread(label=label, n=len(values), max=top,
-                  median=rs.quantile(values, where, 0.5), p90=rs.quantile(values, where, 0.9))
+    return Spread(
+        label=label,
+        n=len(values),
+        max=top,
+        median=rs.quantile(values, where, 0.5),
+        p90=rs.quantile(values, where, 0.9),
+    )
 
 
 def hardware(table: pd.DataFrame, rs: Resampler, eager_ms: pd.DataFrame | None = None) -> Hardware:
@@ -44,22 +49,33 @@ def hardware(table: pd.DataFrame, rs: Resampler, eager_ms: pd.DataFrame | None =
     ok = frame[frame["perf_ok"]]
     by_kernel = ok.groupby(["task_id", "method"])["speedup"].agg(["max", "min", "size"])
     by_kernel = by_kernel[by_kernel["size"] >= 2]
-    kernels = spread(rs, (by_kernel["max"] / by_kernel["min"]).droplevel("method"),
-                     "max / min speedup over GPUs per (task, method)")
+    kernels = spread(
+        rs,
+        (by_kernel["max"] / by_kernel["min"]).droplevel("method"),
+        "max / min speedup over GPUs per (task, method)",
+    )
     if eager_ms is None:
         eager_ms = ok.groupby(["task_id", "gpu"])["eager_ms"].median().unstack("gpu")
     e = eager_ms[eager_ms.notna().sum(axis=1) >= 2]
     eager = spread(rs, e.max(axis=1) / e.min(axis=1), "max / min eager ms over GPUs per task")
     per_gpu = aggregate_frame(frame, rs, ("gpu", "method"), n_tasks(table), "per_gpu_speedups")
-    return Hardware(gpus=sorted(map(str, frame["gpu"].unique())), kernels=kernels, eager=eager, per_gpu=per_gpu)
+    return Hardware(
+        gpus=sorted(map(str, frame["gpu"].unique())), kernels=kernels, eager=eager, per_gpu=per_gpu
+    )
 
 
-def eager_table(timings: dict[str, dict[str, list[dict[str, float]]]], suite: pd.Series) -> pd.DataFrame:
+def eager_table(
+    timings: dict[str, dict[str, list[dict[str, float]]]], suite: pd.Series
+) -> pd.DataFrame:
     """The released ``eager_timings_by_gpu.json`` as summed ms per (task_id, gpu); its task keys
     are bare names, matched to the suite's ``Category/name`` ids."""
     by_name = {tid.split("/", 1)[1]: tid for tid in suite.index}
-    cells = {(by_name[t], gpu): sum(r["ms"] for r in rows)
-             for gpu, tasks in timings.items() for t, rows in tasks.items() if t in by_name}
+    cells = {
+        (by_name[t], gpu): sum(r["ms"] for r in rows)
+        for gpu, tasks in timings.items()
+        for t, rows in tasks.items()
+        if t in by_name
+    }
     if not cells:
         return pd.DataFrame(dtype=float)
     return pd.Series(cells).unstack().rename_axis(index="task_id", columns="gpu").astype(np.float64)

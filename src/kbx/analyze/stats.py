@@ -56,7 +56,9 @@ def outcomes(table: pd.DataFrame, gpu: str | None = None, rounds: str = "final")
     return frame[frame["sample"] == frame.groupby("method")["sample"].transform("min")]
 
 
-def group_rows(rs: Resampler, frame: pd.DataFrame, by: Sequence[str], specs: dict[str, Spec]) -> list[Row]:
+def group_rows(
+    rs: Resampler, frame: pd.DataFrame, by: Sequence[str], specs: dict[str, Spec]
+) -> list[Row]:
     """For each spec, sum(numerator) / sum(denominator) per group of ``by``, over tasks."""
     if frame.empty:
         return []
@@ -71,8 +73,12 @@ def group_rows(rs: Resampler, frame: pd.DataFrame, by: Sequence[str], specs: dic
 
 
 def group_of(by: Sequence[str], key: Any) -> dict[str, Any]:
+    if not by:
+        return {}
     values = key if isinstance(key, tuple) else (key,)
-    return {} if not by else {b: getattr(v, "item", lambda v=v: v)() for b, v in zip(by, values)}
+    return {
+        b: v.item() if isinstance(v, np.generic) else v for b, v in zip(by, values, strict=True)
+    }
 
 
 def apply(est: Estimate, f: Callable[[float], float]) -> Estimate:
@@ -132,13 +138,19 @@ def solved(table: pd.DataFrame, rs: Resampler, gpu: str | None = None) -> Table:
     per_task = frame.groupby(["task_id", "category"])["exe_ok"].agg(["any", "all"]).reset_index()
     per_task = per_task.assign(none=(~per_task["any"]).astype(float), all_=per_task["all"] * 1.0)
     per_task["any"] = per_task["any"].astype(float)
-    specs: dict[str, Spec] = {k: (c, "one", None) for k, c in
-                              (("all_fail", "none"), ("solved_by_any", "any"), ("solved_by_all", "all_"))}
+    specs: dict[str, Spec] = {
+        k: (c, "one", None)
+        for k, c in (("all_fail", "none"), ("solved_by_any", "any"), ("solved_by_all", "all_"))
+    }
     rows = group_rows(rs, per_task, ("category",), specs)
-    rows += [Row(group={"category": "all"}, stats=r.stats) for r in group_rows(rs, per_task, (), specs)]
-    labels = {"all_fail": "share of tasks with no correct kernel from any method",
-              "solved_by_any": "share of tasks some method solves",
-              "solved_by_all": "share of tasks every method solves"}
+    rows += [
+        Row(group={"category": "all"}, stats=r.stats) for r in group_rows(rs, per_task, (), specs)
+    ]
+    labels = {
+        "all_fail": "share of tasks with no correct kernel from any method",
+        "solved_by_any": "share of tasks some method solves",
+        "solved_by_all": "share of tasks every method solves",
+    }
     return Table(name="solved", n=n_tasks(table), labels=labels, rows=rows)
 
 

@@ -46,8 +46,10 @@ class Planted(BaseModel):
         total = h((w * p).sum())
         p_cat = (w * p).sum(1) / w.sum(1)
         p_meth = (w * p).sum(0) / w.sum(0)
-        return {"category": 1 - float((w.sum(1) * h(p_cat)).sum()) / total,
-                "method": 1 - float((w.sum(0) * h(p_meth)).sum()) / total}
+        return {
+            "category": 1 - float((w.sum(1) * h(p_cat)).sum()) / total,
+            "method": 1 - float((w.sum(0) * h(p_meth)).sum()) / total,
+        }
 
     def persistent_mean(self) -> float:
         return float(np.exp(self.log_speedup_mean + self.log_speedup_sd**2 / 2))
@@ -59,14 +61,18 @@ def planted(scale: float = 1.0, **overrides: object) -> Planted:
     cats = {c: max(1, round(int(k) * scale)) for c, k in counts.items()}
     fields: dict[str, object] = {
         "categories": cats,
-        "category_effect": list(np.linspace(-1.6, 1.6, len(cats))[np.random.default_rng(1).permutation(len(cats))]),
+        "category_effect": list(
+            np.linspace(-1.6, 1.6, len(cats))[np.random.default_rng(1).permutation(len(cats))]
+        ),
         "methods": ["autotriton", "geak", "kernelagent", "claude", "deepseek-coder"],
         "method_effect": [0.7, 0.35, 0.0, -0.35, -0.7],
     }
     return Planted.model_validate(fields | overrides)
 
 
-def outcomes(plant: Planted, rng: np.random.Generator, cat_of_task: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def outcomes(
+    plant: Planted, rng: np.random.Generator, cat_of_task: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Correctness and rescue flags, shape (tasks, methods, samples, rounds)."""
     shape = (len(cat_of_task), len(plant.methods), plant.samples)
     p0 = plant.cell_p()[cat_of_task][:, :, None]
@@ -96,13 +102,26 @@ def generate(plant: Planted) -> pd.DataFrame:
     exe = np.broadcast_to(ok[..., None], shape).ravel()
     speed = np.exp(log_s).ravel()
     eager_ms = np.broadcast_to(eager, shape).ravel()
-    frame = pd.DataFrame({
-        "task_id": np.asarray(ids)[t], "method": np.asarray(plant.methods)[m], "model": "synthetic",
-        "round": r, "sample": s, "gpu": np.char.add("gpu", g.astype(str)),
-        "verdict": np.where(exe, "passed", "mismatch"),
-        "call_ok": exe | (rng.random(len(t)) < 0.5), "exe_ok": exe, "perf_ok": exe,
-        "speedup": np.where(exe, speed, np.nan), "kernel_ms": np.where(exe, eager_ms / speed, np.nan),
-        "eager_ms": np.where(exe, eager_ms, np.nan), "gbs": np.nan, "tflops": np.nan,
-    })
-    suite = pd.Series(np.asarray(list(plant.categories))[cat_of_task], index=pd.Index(ids, name="task_id"))
+    frame = pd.DataFrame(
+        {
+            "task_id": np.asarray(ids)[t],
+            "method": np.asarray(plant.methods)[m],
+            "model": "synthetic",
+            "round": r,
+            "sample": s,
+            "gpu": np.char.add("gpu", g.astype(str)),
+            "verdict": np.where(exe, "passed", "mismatch"),
+            "call_ok": exe | (rng.random(len(t)) < 0.5),
+            "exe_ok": exe,
+            "perf_ok": exe,
+            "speedup": np.where(exe, speed, np.nan),
+            "kernel_ms": np.where(exe, eager_ms / speed, np.nan),
+            "eager_ms": np.where(exe, eager_ms, np.nan),
+            "gbs": np.nan,
+            "tflops": np.nan,
+        }
+    )
+    suite = pd.Series(
+        np.asarray(list(plant.categories))[cat_of_task], index=pd.Index(ids, name="task_id")
+    )
     return finish(frame[[*KEYS, *frame.columns.drop(KEYS)]], suite, [])
