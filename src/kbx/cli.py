@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -83,6 +84,28 @@ def cmd_report(args: argparse.Namespace) -> int:
     except NoResults as exc:
         return fail(str(exc))
     return 0
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from kbx.analyze.command import NoInput, analyze
+
+    if args.bootstrap < 1:
+        return fail(f"--bootstrap {args.bootstrap}: want at least 1 resample")
+    runs, kbx = [Path(r) for r in args.runs], Path(args.kernelbenchx) if args.kernelbenchx else None
+    try:
+        analyze(runs, Path(args.out), args.bootstrap, args.seed, console, kbx)
+    except NoInput as exc:
+        return fail(str(exc))
+    except OSError as exc:
+        return fail(f"{exc.filename}: cannot write it ({exc.strerror})")
+    return 0
+
+
+def limit_blas_threads() -> None:
+    """One BLAS thread before numpy loads: threaded BLAS slowed the bootstrap's matrix products
+    on busy cores (kbx.analyze.bootstrap); a variable already set is kept."""
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, "1")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -199,11 +222,40 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("run_dir", metavar="DIR", help="the run folder, as given to `kbx eval --out`")
     r.add_argument("--brief", action="store_true", help="leave out the table of failures")
     r.set_defaults(fn=cmd_report)
+    a = command(
+        "analyze",
+        "statistics over runs with bootstrap intervals: analysis.json, results.csv, "
+        "results.parquet and report.html in --out (docs/design/analysis.md)",
+    )
+    a.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="a kbx run folder (results.jsonl; its name is the method unless the records say) "
+        "or a KernelBench-X results folder (<gpu>/<method>/metrics.json)",
+    )
+    a.add_argument("--out", required=True, metavar="DIR", help="folder to write, made if missing")
+    a.add_argument(
+        "--bootstrap",
+        type=int,
+        default=10_000,
+        metavar="B",
+        help="bootstrap resamples over tasks, within category (default 10000)",
+    )
+    a.add_argument("--seed", type=int, default=0, metavar="N", help="bootstrap seed (default 0)")
+    a.add_argument(
+        "--kernelbenchx",
+        metavar="DIR",
+        help="also write the released harness's <gpu>/<method>/metrics.json and summary.json",
+    )
+    a.set_defaults(fn=cmd_analyze)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "analyze":
+        limit_blas_threads()
     try:
         from kbx.suite import load_errors
 

@@ -106,7 +106,8 @@ def at_k(
     frame = final(table)
     if frame.empty:
         return Table(name="at_k", n=0, labels={}, rows=[])
-    frame = flags(frame[frame["gpu"] == (gpu or sorted(frame["gpu"].unique())[0])])
+    first = frame.groupby("method")["gpu"].transform("min") if gpu is None else gpu
+    frame = flags(frame[frame["gpu"] == first])  # each method's first GPU, as in outcomes
     hits = {"pass": frame["exe"]} | {
         f"fast_{p:g}": frame["perf"] * (frame["speedup"].fillna(0) > p) for p in grid
     }

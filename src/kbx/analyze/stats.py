@@ -46,13 +46,16 @@ def final(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def outcomes(table: pd.DataFrame, gpu: str | None = None, rounds: str = "final") -> pd.DataFrame:
-    """One outcome per (task, method[, round]): the first sample, on ``gpu`` (default: the first
-    in sort order), at each method's final round (``rounds="all"`` keeps every round)."""
+    """One outcome per (task, method[, round]): the first sample, on ``gpu`` (default: each
+    method's first GPU in sort order, so a method run on one GPU only is never dropped), at each
+    method's final round (``rounds="all"`` keeps every round)."""
     frame = final(table) if rounds == "final" else table
     if frame.empty:
         return frame
-    gpu = gpu if gpu is not None else sorted(frame["gpu"].unique())[0]
-    frame = frame[frame["gpu"] == gpu]
+    if gpu is None:
+        frame = frame[frame["gpu"] == frame.groupby("method")["gpu"].transform("min")]
+    else:
+        frame = frame[frame["gpu"] == gpu]
     return frame[frame["sample"] == frame.groupby("method")["sample"].transform("min")]
 
 

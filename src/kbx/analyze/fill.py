@@ -1,0 +1,201 @@
+"""From a loaded table to the statistics (``compute``: every Table, with n and intervals, for
+analysis.json) and from those to the report's ``AnalysisResults`` (``results``).  The schema
+is in docs/design/analysis.md."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from kbx.analyze import dynamics, speedups, spread, stats
+from kbx.analyze.bootstrap import Estimate
+from kbx.analyze.schema import (
+    AnalysisResults,
+    CategoryCell,
+    FastPCurve,
+    Interval,
+    MethodRates,
+    Rescue,
+    Round,
+)
+
+CURVE_P = [round(0.1 * 1.25**k, 4) for k in range(23)]  # fast_p curve thresholds, 0.1 to ~13
+
+
+def compute(table: pd.DataFrame, resamples: int = 10_000, seed: int = 0) -> dict[str, Any]:
+    """Every statistic of the table (pydantic models), by name; absent when it does not apply
+    (transitions without rounds, hardware on one GPU, deviance with one method)."""
+    rs = stats.resampler(table, resamples, seed)
+    out: dict[str, Any] = {
+        "rates": stats.rates(stats.final(table), rs, ("method",)),
+        "rates_by_round": stats.rates(table, rs, ("method", "round")),
+        "category_method": stats.category_method(table, rs),
+        "solved": stats.solved(table, rs),
+        "quantization": stats.quantization(table, rs),
+        "speedups": speedups.aggregates(table, rs),
+        "speedups_by_category": speedups.aggregates(table, rs, ("category", "method")),
+        "slower_share": speedups.slower_share(table, rs, ("method",)),
+        "slower_share_pooled": speedups.slower_share(table, rs),
+        "fast_p": speedups.fast_p(table, rs),
+        "fast_1_by_category": speedups.fast_p(table, rs, (1.0,), ("category", "method")),
+        "at_k": speedups.at_k(table, rs, grid=(1.0,)),
+    }
+    if steps := dynamics.transitions(table, rs):
+        out["transitions"] = steps
+    if table["gpu"].nunique() > 1:
+        out["hardware"] = spread.hardware(table, rs)
+    if table["method"].nunique() > 1:
+        from kbx.analyze.deviance import deviance  # statsmodels: only where it applies
+
+        out["deviance"] = deviance(table, rs)
+    return out
+
+
+def index(table: stats.Table) -> dict[tuple[Any, ...], dict[str, Estimate]]:
+    """A Table's rows by their group values, in the order of the group's keys."""
+    return {tuple(r.group.values()): r.stats for r in table.rows}
+
+
+def interval(est: Estimate | None) -> Interval | None:
+    """An Estimate as the schema's Interval: clipped to [0, 1], the point inside its bounds
+    (a percentile interval need not hold it); None when there is no value."""
+    if est is None or not math.isfinite(est.value):
+        return None
+    value = min(1.0, max(0.0, est.value))
+    lo = min(value, est.lo) if math.isfinite(est.lo) else value
+    hi = max(value, est.hi) if math.isfinite(est.hi) else value
+    return Interval(value=value, lo=max(0.0, lo), hi=min(1.0, hi), n=est.n)
+
+
+def share(est: Estimate | None) -> float:
+    return 0.0 if est is None or not math.isfinite(est.value) else min(1.0, max(0.0, est.value))
+
+
+def results(table: pd.DataFrame, st: dict[str, Any], title: str) -> AnalysisResults:
+    """The report's shape, filled from ``compute``'s statistics (and the table, for the lists of
+    speedups that the box plots draw)."""
+    methods = sorted(map(str, table["method"].unique()))
+    categories = sorted(map(str, table["category"].unique()))
+    slower = index(st["slower_share"])
+    return AnalysisResults(
+        title=title,
+        methods=methods,
+        categories=categories,
+        rates=method_rates(st, methods),
+        by_category=cells(table, st, categories, methods),
+        speedups=category_speedups(table, categories),
+        fast_p={m: curve(table, m) for m in methods},
+        slower_share={
+            m: iv for m in methods if (iv := interval(slower.get((m,), {}).get("slower")))
+        },
+        rounds=rounds(table, st, methods),
+        rescue=rescues(table, methods),
+        hardware=hardware(st),
+    )
+
+
+def method_rates(st: dict[str, Any], methods: list[str]) -> dict[str, MethodRates]:
+    rates, fast = index(st["rates"]), index(st["fast_p"])
+    zero = Interval(value=0.0, lo=0.0, hi=0.0, n=st["rates"].n)
+    pick = lambda rows, m, k: interval(rows.get((m,), {}).get(k)) or zero  # noqa: E731
+    return {
+        m: MethodRates(
+            call=pick(rates, m, "call"), exe=pick(rates, m, "exe"), fast_1=pick(fast, m, "fast_1")
+        )
+        for m in methods
+    }
+
+
+def cells(
+    table: pd.DataFrame, st: dict[str, Any], categories: list[str], methods: list[str]
+) -> dict[str, dict[str, CategoryCell]]:
+    rates, fast = index(st["category_method"]), index(st["fast_1_by_category"])
+    speed = index(st["speedups_by_category"])
+    tasks = table.drop_duplicates("task_id")["category"].value_counts()
+    out: dict[str, dict[str, CategoryCell]] = {}
+    for c in categories:
+        out[c] = {}
+        for m in methods:
+            geo = speed.get((c, m), {}).get("geomean")
+            out[c][m] = CategoryCell(
+                tasks=int(tasks.get(c, 0)),
+                call_rate=share(rates.get((c, m), {}).get("call")),
+                exe_rate=share(rates.get((c, m), {}).get("exe")),
+                fast_1_rate=share(fast.get((c, m), {}).get("fast_1")),
+                geomean_speedup=geo.value if geo and math.isfinite(geo.value) else None,
+            )
+    return out
+
+
+def timed(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows with a positive, finite speedup."""
+    s = frame["speedup"]
+    return frame[frame["perf_ok"] & np.isfinite(s) & (s > 0)]
+
+
+def category_speedups(table: pd.DataFrame, categories: list[str]) -> dict[str, list[float]]:
+    ok = timed(stats.outcomes(table))
+    return {c: [float(s) for s in ok.loc[ok["category"] == c, "speedup"]] for c in categories}
+
+
+def curve(table: pd.DataFrame, method: str) -> FastPCurve:
+    """fast_p of ``method``'s final outcomes at each threshold of CURVE_P (point estimates)."""
+    frame = stats.outcomes(table)
+    frame = frame[frame["method"] == method]
+    s = timed(frame)["speedup"].to_numpy(float)
+    n = max(1, int(frame["task_id"].nunique()))
+    return FastPCurve(p=CURVE_P, share=[float((s > p).sum()) / n for p in CURVE_P])
+
+
+def iterative(table: pd.DataFrame, methods: list[str]) -> list[str]:
+    return [m for m in methods if table.loc[table["method"] == m, "round"].nunique() > 1]
+
+
+def rounds(table: pd.DataFrame, st: dict[str, Any], methods: list[str]) -> dict[str, list[Round]]:
+    by_round = index(st["rates_by_round"])
+    frame = timed(stats.outcomes(table, rounds="all"))
+    out: dict[str, list[Round]] = {}
+    for m in iterative(table, methods):
+        ours = frame[frame["method"] == m]
+        out[m] = []
+        for r in sorted(table.loc[table["method"] == m, "round"].unique()):
+            s = ours.loc[ours["round"] == r, "speedup"].to_numpy(float)
+            row = by_round.get((m, int(r)), {})
+            out[m].append(
+                Round(
+                    round=int(r),
+                    call_rate=share(row.get("call")),
+                    exe_rate=share(row.get("exe")),
+                    mean_speedup=float(np.exp(np.log(s).mean())) if len(s) else None,
+                )
+            )
+    return out
+
+
+def rescues(table: pd.DataFrame, methods: list[str]) -> dict[str, Rescue]:
+    """Per iterative method, the final speedups of tasks correct only after its first round
+    (rescued) and of those correct from its first round (persistent)."""
+    frame = stats.outcomes(table, rounds="all")
+    out: dict[str, Rescue] = {}
+    for m in iterative(table, methods):
+        ours = frame[frame["method"] == m]
+        first = ours[ours["round"] == ours["round"].min()].set_index("task_id")["exe_ok"]
+        last = timed(ours[ours["round"] == ours["round"].max()])
+        was = first.reindex(last["task_id"]).fillna(False).to_numpy(bool)
+        s = last["speedup"].to_numpy(float)
+        out[m] = Rescue(rescued=[float(x) for x in s[~was]], persistent=[float(x) for x in s[was]])
+    return out
+
+
+def hardware(st: dict[str, Any]) -> dict[str, dict[str, float]]:
+    if "hardware" not in st:
+        return {}
+    out: dict[str, dict[str, float]] = {}
+    for (gpu, method), row in index(st["hardware"].per_gpu).items():
+        geo = row.get("geomean")
+        if geo is not None and math.isfinite(geo.value) and geo.value > 0:
+            out.setdefault(str(gpu), {})[str(method)] = geo.value
+    return out
