@@ -87,7 +87,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from kbx.analyze.command import NoInput, analyze
+    try:
+        from kbx.analyze.command import NoInput, analyze
+    except ModuleNotFoundError as exc:  # pandas, statsmodels... come with the analysis extra
+        return fail(f"kbx analyze needs {exc.name}: pip install 'kernelbench-x[analysis]'")
 
     if args.bootstrap < 1:
         return fail(f"--bootstrap {args.bootstrap}: want at least 1 resample")
