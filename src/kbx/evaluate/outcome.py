@@ -28,15 +28,6 @@ EARLY = (Verdict.IMPORT_FAILED, Verdict.NO_ENTRY, Verdict.HARNESS_ERROR)  # of t
 KEYS = {"read": "start", "check": "check", "perf": "baselines"}  # stage -> its ``stage_s`` key
 
 
-def read(candidate: Candidate) -> Task:
-    """The read stage: the candidate's task, or the reason it has none."""
-    if candidate.problem:
-        raise Reject(*candidate.problem)
-    if (task := find(candidate.task_id)) is None:
-        raise Reject(Verdict.UNKNOWN_TASK, f"no task {candidate.task_id!r}")
-    return task
-
-
 class Outcome:
     """A context manager around the stages of one candidate; ``result`` after it ends."""
 
@@ -45,6 +36,16 @@ class Outcome:
         self.stage, self.entered = "read", time.monotonic()
         self.started, self.started_at = self.entered, time.time()
         self.result = Result.of(candidate, cfg.device, Verdict.PASSED, "", "done")
+        self.task: Task | None = None
+
+    def read(self) -> Task:
+        """The read stage: the candidate's task, or the reason it has none."""
+        if self.candidate.problem:
+            raise Reject(*self.candidate.problem)
+        if (task := find(self.candidate.task_id)) is None:
+            raise Reject(Verdict.UNKNOWN_TASK, f"no task {self.candidate.task_id!r}")
+        self.task = task
+        return task
 
     def enter(self, stage: str) -> None:
         """The next stage begins; the time since the last one is the last one's."""
@@ -86,8 +87,8 @@ class Outcome:
             self.fail(Verdict.HARNESS_ERROR, detail, self.stage)
         else:
             self.enter("done")
-        if (task := find(self.candidate.task_id)) is not None:
-            self.refs.forget(task)  # what the judge did not take (a failed candidate: all of it)
+        if self.task is not None:
+            self.refs.forget(self.task)  # what the judge did not take
         self.result.fingerprint = fingerprint(self.cfg.device)
         self.result.sandbox = confine.probe().name
         self.result.duration_s = round(time.monotonic() - self.started, 3)

@@ -7,7 +7,7 @@ from kbx.config import EvalConfig
 from kbx.evaluate import check, sandbox, timing
 from kbx.evaluate.childenv import settings
 from kbx.evaluate.context import Context
-from kbx.evaluate.outcome import Outcome, read
+from kbx.evaluate.outcome import Outcome
 from kbx.result import Result
 from kbx.runtime.gpuops import on_device
 
@@ -17,7 +17,7 @@ def evaluate(candidate: Candidate, cfg: EvalConfig, ctx: Context | None = None) 
     fresh interpreters); every outcome, kbx's own faults included, is a Result."""
     ctx = ctx or Context()
     with Outcome(candidate, cfg, ctx.refs) as out:
-        task, child_cfg = read(candidate), settings(cfg)
+        task, child_cfg = out.read(), settings(cfg)
         lock, device, timed = child_cfg.lock, cfg.device, cfg.timed
         timing.prefetch(task, cfg, lock)  # measured while the candidate runs
         ctx.refs.prefetch(task, device, lock, cfg.gpu, timed, cfg.tuning.ahead_bytes)  # likewise

@@ -38,6 +38,7 @@ from kbx.result import Result
 from kbx.run import servers
 from kbx.run.scheduler import CANCEL_S, OnBaseline, Scheduler, slot_gpus
 from kbx.runtime.servers import ForkServers
+from kbx.runtime.servers import spare_count as fork_spares
 from kbx.verdict import Verdict
 
 MIN_SPARES = 2  # idle spares per worker at least (``spares_each``)
@@ -208,7 +209,7 @@ def spares_each(cfg: EvalConfig, gpus: list[int | None], workers: int) -> int:
     """A worker's idle spares: the one-process count shared by the workers of a GPU, at least
     ``MIN_SPARES`` each where there are spares at all (with fewer, most children make their own
     CUDA context; docs/design/throughput.md, Fork server and spares)."""
-    total = ForkServers(cfg.tuning.spares).spare_count(cfg.device)
+    total = fork_spares(cfg.device, cfg.tuning.spares)
     return max(MIN_SPARES, -(-total // per_gpu(gpus, workers))) if total else 0
 
 

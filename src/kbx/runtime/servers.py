@@ -188,7 +188,7 @@ class ForkServers:
             sys.stderr.write(f"kbx: fork server off for {device} ({why[:200]}); fresh processes\n")
 
     def spare_count(self, device: str) -> int:
-        return self.spares if self.spares is not None else SPARES.get(device, 0)
+        return spare_count(device, self.spares)
 
     def server_for(
         self, device: str, env: dict[str, str], first: dict[str, int] | None = None
@@ -216,3 +216,9 @@ class ForkServers:
             servers, self.servers = list(self.servers.values()), {}
         for server in servers:
             server.close()
+
+
+def spare_count(device: str, spares: int | None = None) -> int:
+    """Idle children per set of visible devices: ``spares`` (``Tuning.spares``), else ``SPARES``
+    of the device."""
+    return spares if spares is not None else SPARES.get(device, 0)
