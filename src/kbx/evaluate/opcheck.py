@@ -165,9 +165,8 @@ TRITON_US, OTHER_US = "kbx::gpu_triton_us", "kbx::gpu_other_us"
 MIN_TRITON_SHARE = 0.10
 # ... judged over all the cases of a candidate together, not case by case: on a correctness case
 # of a few thousand elements the fixed cost of an allocation or a fill beside a kernel of a few
-# microseconds decides the share, and 18 reference solutions fell under 10% on such a case on
-# the H200 while their benchmark cases, which hold most of the GPU time, were over 80%
-# (docs/validation/h200-2026-12-02b/).  A decoy beside torch compute is under it either way.
+# microseconds decides the share, while the benchmark cases hold most of an honest candidate's
+# GPU time (docs/design/trust-model.md).  A decoy beside torch compute is under it either way.
 
 
 def gpu_times(events: list[Any], own: Any, kernels: set[str]) -> dict[str, int]:
