@@ -9,6 +9,7 @@ import torch
 from tests.conftest import BAD, REFERENCE, ROOT
 
 GPU_BAD = ROOT / "tests" / "gpu_bad"
+GPU_FAULTS = ROOT / "tests" / "gpu_faults"
 
 pytestmark = [
     pytest.mark.gpu,
@@ -27,6 +28,20 @@ def test_gpu_only_known_bad_candidates_get_their_verdict(run_source, verdict):
     """Candidates whose fault only timing shows (a result cached by input contents)."""
     for r in run_source(GPU_BAD / verdict, device="cuda", timeout_s=60):
         assert r["verdict"] == verdict, (r["source"], r["verdict"], r["detail"])
+
+
+def test_gpu_faults_get_their_verdict_and_leave_other_candidates_alone(run_source, tmp_path):
+    """An illegal address, out-of-memory (one huge allocation, and a hog that fills the GPU) and
+    a kernel that never ends, in one run beside reference solutions: each fault gets its
+    folder's verdict, and every reference passes, as it does in a run of its own."""
+    corpus = tmp_path / "corpus"
+    shutil.copytree(GPU_FAULTS, corpus / "faults")
+    one_per_category(corpus / "reference")
+    records = run_source(corpus, device="cuda", jobs=8, timeout_s=10)
+    for r in records:
+        want = "passed" if "/reference/" in r["source"] else r["source"].split("faults/")[1]
+        assert r["verdict"] == want.split("/")[0], (r["source"], r["verdict"], r["detail"])
+    assert sum("/reference/" in r["source"] for r in records) == 15
 
 
 def one_per_category(folder: Path) -> Path:

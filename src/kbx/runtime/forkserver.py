@@ -108,16 +108,25 @@ def serve(
 
 def preload(device: str) -> None:
     """What every child would otherwise load itself: torch's dispatch modes, the channel's
-    message schemas (pydantic: about 80 ms a child, docs/design/libraries.md) and, for CPU
-    children, the profiler's first session (it imports ~900 modules; ``opcheck`` opens one a
-    case).  Not on a GPU host: the profiler starts CUPTI there, and forks could not use CUDA
-    (docs/design/sandbox.md)."""
+    message schemas (pydantic: about 80 ms a child, docs/design/libraries.md) and the modules a
+    profiler's first session imports (``torch._inductor`` and ``torch._dynamo``, some 900: seconds
+    of CPU a child, and ``opcheck`` opens a session a case).  CPU children get that first session
+    itself; on a GPU host a session would start CUPTI, and forks could not use CUDA, so there the
+    modules are only imported, with torch's CUDA checks through NVML, which leaves the driver
+    alone (docs/design/throughput.md, Imports under dispatch modes)."""
     from kbx.evaluate import benchtime, channel  # noqa: F401 - imported for the children
     from kbx.runtime import gpuops
 
     gpuops.preload()
     if device == "cpu":
         benchtime.prepare_profiler()
+        return
+    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
+    import torch
+    import torch._inductor  # noqa: F401 - the profiler's start finds it imported
+
+    if torch.cuda.is_initialized():
+        raise RuntimeError("preloading torch._inductor initialized CUDA in the fork server")
 
 
 def parse(data: bytes) -> dict[str, Any]:

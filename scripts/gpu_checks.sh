@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Issue 29's checks of the trust boundary on one GPU, in one device call after the throughput
+# runs (kernels and baselines of runs/tp in place): kbx validate on cuda over the whole suite;
+# the exploit and known-bad corpora on cuda (tests/exploits, tests/exploits_gpu, tests/bad,
+# tests/gpu_bad), each candidate against its expected verdict (scripts/expect_check.py); the GPU
+# faults of tests/gpu_faults (an illegal address, out-of-memory, a GPU hog, a kernel that never
+# ends) in one run beside reference solutions of FAULT_TASKS, timed, whose verdicts and speedups
+# must not change.  STEPS (default "validate corpus faults") picks steps.  Writes to $OUT.
+set -uo pipefail
+OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
+export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
+STEPS=" ${STEPS:-validate corpus faults} "
+python3 -m pip install -q --no-index --no-deps --break-system-packages .whl/*.whl > /dev/null 2>&1
+RUN=$(mktemp -d)
+printf 'jobs = %s\ncompile_baseline = false\n' "${JOBS:-12}" > "$RUN/tuning.toml"
+[ -f "$OUT/env.txt" ] || bash scripts/gpu_env.sh > "$OUT/env.txt" 2>&1
+if [[ $STEPS == *" corpus "* ]]; then
+  mkdir -p "$RUN/c/corpus"
+  for c in exploits exploits_gpu bad gpu_bad; do cp -r "tests/$c" "$RUN/c/corpus/$c"; done
+  find "$RUN/c" -name '.ruff_cache' -prune -exec rm -rf {} +
+  start=$(date +%s)
+  timeout "${LIMIT_CORPUS:-240}" python3 -m kbx eval "$RUN/c/corpus" --device cuda --out "$RUN/c/run" \
+    --timeout-s 20 --baselines runs/tp/baselines.sqlite --config "$RUN/tuning.toml" \
+    > "$OUT/corpus-log.txt" 2>&1
+  echo "exit $? wall $(( $(date +%s) - start )) s" >> "$OUT/corpus-log.txt"
+  python3 scripts/expect_check.py "$RUN/c/run/results.jsonl" "$OUT/corpus.jsonl" > "$OUT/corpus.txt"
+  tail -3 "$OUT/corpus-log.txt"; grep -E "WRONG|got their" "$OUT/corpus.txt"
+fi
+if [[ $STEPS == *" faults "* ]]; then
+  mkdir -p "$RUN/f/corpus/reference"
+  cp -r tests/gpu_faults "$RUN/f/corpus/gpu_faults"
+  for t in ${FAULT_TASKS:-Activation/relu Activation/gelu Activation/tanh Math/rsqrt Math/add Math/softmax \
+      Normalization/batch_norm Reduce/sum MatrixMultiply/matmul Loss/mse_loss Fusion/fused_add_gelu}; do
+    [ -f "solutions/reference/$t.py" ] || continue
+    mkdir -p "$RUN/f/corpus/reference/$(dirname "$t")"
+    cp "solutions/reference/$t.py" "$RUN/f/corpus/reference/$t.py"
+  done
+  start=$(date +%s)
+  timeout "${LIMIT_FAULTS:-200}" python3 -m kbx eval "$RUN/f/corpus" --device cuda --out "$RUN/f/run" \
+    --timeout-s 10 --baselines runs/tp/baselines.sqlite --config "$RUN/tuning.toml" \
+    > "$OUT/faults-log.txt" 2>&1
+  echo "exit $? wall $(( $(date +%s) - start )) s" >> "$OUT/faults-log.txt"
+  python3 scripts/expect_check.py "$RUN/f/run/results.jsonl" "$OUT/faults.jsonl" > "$OUT/faults.txt"
+  tail -3 "$OUT/faults-log.txt"; cat "$OUT/faults.txt"
+fi
+if [[ $STEPS == *" validate "* ]]; then
+  start=$(date +%s)
+  timeout "${LIMIT_VALIDATE:-240}" python3 -m kbx validate --device cuda --config "$RUN/tuning.toml" \
+    --json "$OUT/validate.json" > "$OUT/validate.txt" 2>&1
+  echo "exit $? wall $(( $(date +%s) - start )) s" >> "$OUT/validate.txt"
+  tail -5 "$OUT/validate.txt"
+fi
