@@ -14,34 +14,34 @@ python3 -m pip install -q --no-index --no-deps --break-system-packages .whl/*.wh
 RUN=$(mktemp -d)
 printf 'jobs = %s\ncompile_baseline = false\n' "${JOBS:-12}" > "$RUN/tuning.toml"
 [ -f "$OUT/env.txt" ] || bash scripts/gpu_env.sh > "$OUT/env.txt" 2>&1
+# corpus NAME LIMIT TIMEOUT: kbx eval of $RUN/NAME/corpus on cuda, each verdict against its
+# expected one (NAME-log.txt, NAME.jsonl, NAME.txt in $OUT)
+corpus() {
+  local start; start=$(date +%s)
+  timeout "$2" python3 -m kbx eval "$RUN/$1/corpus" --device cuda --out "$RUN/$1/run" \
+    --timeout-s "$3" --baselines runs/tp/baselines.sqlite --config "$RUN/tuning.toml" \
+    > "$OUT/$1-log.txt" 2>&1
+  echo "exit $? wall $(( $(date +%s) - start )) s" >> "$OUT/$1-log.txt"
+  python3 scripts/expect_check.py "$RUN/$1/run/results.jsonl" "$OUT/$1.jsonl" > "$OUT/$1.txt"
+  tail -3 "$OUT/$1-log.txt"; grep -E "WRONG|got their" "$OUT/$1.txt"
+}
 if [[ $STEPS == *" corpus "* ]]; then
-  mkdir -p "$RUN/c/corpus"
-  for c in exploits exploits_gpu bad gpu_bad; do cp -r "tests/$c" "$RUN/c/corpus/$c"; done
-  find "$RUN/c" -name '.ruff_cache' -prune -exec rm -rf {} +
-  start=$(date +%s)
-  timeout "${LIMIT_CORPUS:-240}" python3 -m kbx eval "$RUN/c/corpus" --device cuda --out "$RUN/c/run" \
-    --timeout-s 20 --baselines runs/tp/baselines.sqlite --config "$RUN/tuning.toml" \
-    > "$OUT/corpus-log.txt" 2>&1
-  echo "exit $? wall $(( $(date +%s) - start )) s" >> "$OUT/corpus-log.txt"
-  python3 scripts/expect_check.py "$RUN/c/run/results.jsonl" "$OUT/corpus.jsonl" > "$OUT/corpus.txt"
-  tail -3 "$OUT/corpus-log.txt"; grep -E "WRONG|got their" "$OUT/corpus.txt"
+  mkdir -p "$RUN/corpus/corpus"
+  for c in exploits exploits_gpu bad gpu_bad; do cp -r "tests/$c" "$RUN/corpus/corpus/$c"; done
+  find "$RUN/corpus" -name '.ruff_cache' -prune -exec rm -rf {} +
+  corpus corpus "${LIMIT_CORPUS:-240}" 20
 fi
 if [[ $STEPS == *" faults "* ]]; then
-  mkdir -p "$RUN/f/corpus/reference"
-  cp -r tests/gpu_faults "$RUN/f/corpus/gpu_faults"
+  mkdir -p "$RUN/faults/corpus/reference"
+  cp -r tests/gpu_faults "$RUN/faults/corpus/gpu_faults"
   for t in ${FAULT_TASKS:-Activation/relu Activation/gelu Activation/tanh Math/rsqrt Math/add Math/softmax \
       Normalization/batch_norm Reduce/sum MatrixMultiply/matmul Loss/mse_loss Fusion/fused_add_gelu}; do
     [ -f "solutions/reference/$t.py" ] || continue
-    mkdir -p "$RUN/f/corpus/reference/$(dirname "$t")"
-    cp "solutions/reference/$t.py" "$RUN/f/corpus/reference/$t.py"
+    mkdir -p "$RUN/faults/corpus/reference/$(dirname "$t")"
+    cp "solutions/reference/$t.py" "$RUN/faults/corpus/reference/$t.py"
   done
-  start=$(date +%s)
-  timeout "${LIMIT_FAULTS:-200}" python3 -m kbx eval "$RUN/f/corpus" --device cuda --out "$RUN/f/run" \
-    --timeout-s 10 --baselines runs/tp/baselines.sqlite --config "$RUN/tuning.toml" \
-    > "$OUT/faults-log.txt" 2>&1
-  echo "exit $? wall $(( $(date +%s) - start )) s" >> "$OUT/faults-log.txt"
-  python3 scripts/expect_check.py "$RUN/f/run/results.jsonl" "$OUT/faults.jsonl" > "$OUT/faults.txt"
-  tail -3 "$OUT/faults-log.txt"; cat "$OUT/faults.txt"
+  corpus faults "${LIMIT_FAULTS:-200}" 10
+  cat "$OUT/faults.txt"
 fi
 if [[ $STEPS == *" validate "* ]]; then
   start=$(date +%s)
