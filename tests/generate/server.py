@@ -50,7 +50,6 @@ class FakeServer:
         self.lock = threading.Lock()
         self.in_flight = 0
         self.most_in_flight = 0
-        self.busy_s = 0.0  # the time requests spent held here, summed
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self.handler())
         self.httpd.daemon_threads = True
         self.httpd.request_queue_size = 512
@@ -84,13 +83,11 @@ class FakeServer:
                     server.requests.append(body)
                     server.in_flight += 1
                     server.most_in_flight = max(server.most_in_flight, server.in_flight)
-                started = time.perf_counter()
                 try:
                     self.answer(body)
                 finally:
                     with server.lock:
                         server.in_flight -= 1
-                        server.busy_s += time.perf_counter() - started
 
             def answer(self, body: dict[str, Any]) -> None:
                 fault = server.next_fault()

@@ -4,6 +4,7 @@ fallback, max-token clamps, the concurrency limit and the cache."""
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 from kbx.generate.cache import Cache
@@ -93,6 +94,17 @@ def test_concurrency_is_limited(server: FakeServer) -> None:
 
     asyncio.run(many())
     assert server.most_in_flight == 3 and llm.most_in_flight == 3
+
+
+def test_requests_per_minute_are_spaced(server: FakeServer) -> None:
+    llm = LLM(client(server.url, requests_per_min=600), None, None)  # one per 0.1 s
+
+    async def many() -> list[list[Reply]]:
+        return await asyncio.gather(*(llm.chat(MESSAGES, Sampling(seed=i)) for i in range(5)))
+
+    started = time.monotonic()
+    asyncio.run(many())
+    assert time.monotonic() - started >= 0.35 and len(server.requests) == 5
 
 
 def test_the_cache_replays_without_the_server(server: FakeServer, tmp_path: Path) -> None:

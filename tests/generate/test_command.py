@@ -78,9 +78,17 @@ def test_generate_and_run_are_registered() -> None:
 TASKS = "Math/abs,Math/add,Math/asin,Math/cos,Math/digamma,Activation/relu"
 
 
-def test_a_killed_run_resumes_without_repeating_finished_calls(
+def wait_for(server: FakeServer, answered: int) -> None:
+    deadline = time.monotonic() + 60
+    while len(server.answered) < answered and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.2)  # that reply is committed by now; the next is in flight
+
+
+def test_a_stopped_run_resumes_without_repeating_finished_calls(
     server: FakeServer, tmp_path: Path
 ) -> None:
+    """Ctrl-C first (a clean stop, exit 130), then SIGKILL, then the same command to the end."""
     server.delay_s = 0.3
     server.respond = lambda body: "```python\nx = 1\n```"
     config = tmp_path / "kbx.toml"

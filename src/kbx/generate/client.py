@@ -66,7 +66,8 @@ class LLM:
         self.cache = cache
         self.api: openai.AsyncOpenAI | None = None
         self.slots: asyncio.Semaphore | None = None
-        self.requests = AsyncLimiter(cfg.requests_per_min, 60) if cfg.requests_per_min else None
+        rpm = cfg.requests_per_min  # spaced evenly, no burst: a server's per-second limit holds too
+        self.requests = AsyncLimiter(1, 60 / rpm) if rpm else None
         self.tokens = AsyncLimiter(cfg.tokens_per_min, 60) if cfg.tokens_per_min else None
         self.n_refused = not cfg.multi_n
         self.in_flight = 0
@@ -82,6 +83,11 @@ class LLM:
             )
             self.slots = asyncio.Semaphore(self.cfg.concurrency)
         return self.api
+
+    async def close(self) -> None:
+        if self.api is not None:
+            await self.api.close()
+            self.api = None
 
     def params(self, sampling: Sampling) -> tuple[dict[str, Any], int | None]:
         """The request's sampling parameters, and the asked max_tokens when it was clamped."""

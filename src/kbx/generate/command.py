@@ -123,8 +123,10 @@ def start(args: argparse.Namespace, evaluate_final: bool) -> int:
     ev = Evaluator(device, run_dir=out / "loop")
     try:
         manifest = generate_with_progress(run, out, select(args.tasks), ev, args)
-    finally:
-        ev.close()
+    except BaseException:
+        ev.close(cancel=True)  # a Ctrl-C: its children killed, queued candidates dropped
+        raise
+    ev.close()
     final = Path(manifest["rounds"][-1])
     console.print(f"{run.method.preset}: {len(manifest['tasks'])} tasks; outputs in {out}")
     if evaluate_final:

@@ -67,7 +67,7 @@ class State:
     last_exe: str | None = None
     debug_count: int = 0
     exe_passes: int = 0  # in the previous round
-    anything_passed: bool = False
+    anything_passed: bool = False  # some candidate passed the call stage
 
 
 class Corpus:
@@ -254,8 +254,6 @@ class Geak:
             state.pool = insert_pool(state.pool, snapshot, self.cfg)
         if attempt.call_ok:
             state.last_call = attempt.code
+            state.anything_passed = True
         if attempt.exe_ok:
             state.last_exe = attempt.code
-            state.anything_passed = True
-        elif attempt.call_ok:
-            state.anything_passed = True

@@ -8,6 +8,7 @@ manifest.  Everything blocking (the evaluator) runs in threads; the event loop o
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -69,6 +70,7 @@ async def generate(
 ) -> dict[str, Any]:
     """Runs the method over the plan's tasks; returns the manifest written to OUT."""
     started = time.time()
+    gc.freeze()  # torch and the suite live as long as the run: no collection rescans them
     run, out = plan.run, plan.out
     out.mkdir(parents=True, exist_ok=True)
     cache = Cache(plan.cache or out / "cache.sqlite")
@@ -95,6 +97,7 @@ async def generate(
     try:
         picked = await asyncio.gather(*(one(t) for t in plan.tasks))
     finally:
+        await llm.close()
         trace.close()
         cache.close()
     seed = getattr(getattr(run.method, "sampling", None), "seed", None)
