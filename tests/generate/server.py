@@ -14,7 +14,7 @@ Responder = Callable[[dict[str, Any]], str]
 FAULTS = ("429", "500", "slow", "truncated", "malformed", "empty", "400")
 
 
-def completion(texts: list[str], model: str, prompt: str) -> dict[str, Any]:
+def completion(texts: list[str], model: str, prompt: str, finish: str = "stop") -> dict[str, Any]:
     return {
         "id": "chatcmpl-test",
         "object": "chat.completion",
@@ -24,7 +24,7 @@ def completion(texts: list[str], model: str, prompt: str) -> dict[str, Any]:
             {
                 "index": i,
                 "message": {"role": "assistant", "content": t},
-                "finish_reason": "stop",
+                "finish_reason": finish,
             }
             for i, t in enumerate(texts)
         ],
@@ -45,6 +45,7 @@ class FakeServer:
         self.delay_s = delay_s
         self.faults: list[str] = []
         self.refuse_n = False
+        self.finish_reason = "stop"  # "length": a reply cut at max_tokens
         self.requests: list[dict[str, Any]] = []
         self.answered: list[dict[str, Any]] = []
         self.lock = threading.Lock()
@@ -108,7 +109,7 @@ class FakeServer:
                 time.sleep(server.delay_s)
                 prompt = body["messages"][-1]["content"]
                 texts = [server.respond(body) for _ in range(n)]
-                self.send(200, completion(texts, body["model"], prompt))
+                self.send(200, completion(texts, body["model"], prompt, server.finish_reason))
                 with server.lock:
                     server.answered.append(body)
 

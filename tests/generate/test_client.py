@@ -66,6 +66,18 @@ def test_each_bad_reply_has_a_clear_reason(server: FakeServer) -> None:
     assert reasons["400"] == "HTTP 400 from the server: scripted 400"
 
 
+def test_a_reply_cut_at_max_tokens_is_kept_with_its_finish_reason(server: FakeServer) -> None:
+    server.finish_reason = "length"
+    server.respond = lambda body: "```python\ndef half("
+    (reply,) = ask(LLM(client(server.url), None, None))
+    assert (reply.text, reply.finish_reason, reply.error) == (
+        "```python\ndef half(",
+        "length",
+        None,
+    )
+    assert len(server.requests) == 1  # the model's own cut: not retried
+
+
 def test_n_above_one_falls_back_to_separate_calls(server: FakeServer) -> None:
     server.refuse_n = True
     llm = LLM(client(server.url), None, None)

@@ -115,3 +115,20 @@ def test_a_stopped_run_resumes_without_repeating_finished_calls(
     again = [prompt_of(b) for b in server.requests[before:]]
     assert not finished & set(again) and len(again) == 6 - len(finished)
     assert len(rows(out / "round_0.jsonl")) == 6
+
+
+def test_the_documented_toml_example_is_a_valid_config(tmp_path: Path) -> None:
+    import argparse
+    import re
+
+    from kbx.generate.command import run_config
+
+    doc = (ROOT / "docs" / "design" / "generate.md").read_text()
+    config = tmp_path / "doc.toml"
+    config.write_text(re.findall(r"```toml\n(.*?)```", doc, re.S)[0])
+    args = argparse.Namespace(
+        config=str(config), method="geak", samples=None, base_url=None, model=None, tasks=None
+    )
+    run = run_config(args, "cpu")
+    assert run.client.max_tokens_cap == 8192 and run.method.rounds == 3  # type: ignore[union-attr]
+    assert run.prices["deepseek-chat"].output_per_mtok == 0.42

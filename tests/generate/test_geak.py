@@ -12,7 +12,7 @@ from typing import Any
 from kbx.candidate import Candidate
 from kbx.evaluator import Evaluator
 from kbx.generate.config import GeakConfig
-from kbx.generate.geak import Attempt, insert_pool
+from kbx.generate.geak import Attempt, State, insert_pool, remember
 from kbx.generate.judge import Outcome, through
 from kbx.generate.runner import generate
 from kbx.result import Result
@@ -126,3 +126,13 @@ def test_a_full_pool_replaces_its_worst_unless_faithful() -> None:
     assert [a.speedup for a in insert_pool(pool, attempt(0.5), fixed)] == [3.0, 2.0, 1.0]
     assert [a.speedup for a in insert_pool(pool, attempt(1.5), faithful)] == [3.0, 2.0, 1.0]
     assert [a.speedup for a in insert_pool(pool, attempt(4.0), faithful)] == [4.0, 2.0, 1.0]
+
+
+def test_a_lineage_keeps_snapshots_of_its_best_scored_attempts() -> None:
+    state, cfg = State(lineages=[[]]), GeakConfig(history=2)
+    attempts = [Attempt(code=f"v{s}", score=s) for s in (1.0, 3.0, 2.0)]
+    for a in attempts:
+        remember(state, 0, a, cfg)
+    attempts[1].code = "rewritten in place"  # GEAK's quirk: kbx's history is unaffected
+    assert [(a.code, a.score) for a in state.lineages[0]] == [("v3.0", 3.0), ("v2.0", 2.0)]
+    assert state.last_call is None and not state.anything_passed  # none of them was tested

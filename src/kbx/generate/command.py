@@ -18,11 +18,6 @@ from pydantic import ValidationError
 from kbx.generate.config import PRESETS, ClientConfig, Price, RunConfig, preset
 from kbx.terminal import console, fail, progress_bar, tasks_problem
 
-ENDPOINT_HELP = (
-    "OpenAI-compatible endpoint: --base-url or $OPENAI_BASE_URL, --model or $KBX_MODEL (default: "
-    "the preset's), the key in $OPENAI_API_KEY (or the variable --api-key-env names)"
-)
-
 
 def add_parsers(command: Any) -> None:
     """Registers ``generate`` and ``run`` through cli.py's ``command(name, about)``."""
@@ -31,7 +26,9 @@ def add_parsers(command: Any) -> None:
     g.set_defaults(fn=cmd_generate)
     r = command("run", "generate, evaluate the final kernels and write the analysis, resumably")
     add_options(r)
-    r.add_argument("--bootstrap", type=int, default=1000, metavar="B", help="analysis resamples")
+    r.add_argument(
+        "--bootstrap", type=int, default=1000, metavar="B", help="analysis resamples (1000)"
+    )
     r.set_defaults(fn=cmd_run)
 
 
@@ -40,9 +37,19 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, metavar="DIR", help="run folder; again: resume it")
     p.add_argument("--tasks", metavar="GLOB", help="only tasks whose id matches, e.g. 'Math/*'")
     p.add_argument("--samples", type=int, metavar="N", help="one-shot samples per task (pass@k)")
-    p.add_argument("--base-url", metavar="URL", help=ENDPOINT_HELP)
-    p.add_argument("--model", metavar="ID", help="the model id the server knows")
-    p.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR", help="key variable")
+    p.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="the OpenAI-compatible server, e.g. http://localhost:8000/v1 (default "
+        "$OPENAI_BASE_URL; docs/design/generate.md has vLLM, SGLang, DeepSeek, OpenRouter)",
+    )
+    p.add_argument("--model", metavar="ID", help="model id (default $KBX_MODEL, else the preset's)")
+    p.add_argument(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        metavar="VAR",
+        help="the variable holding the API key (default OPENAI_API_KEY; none for local servers)",
+    )
     p.add_argument("--device", choices=("cuda", "cpu"), help="where the evaluator runs")
     p.add_argument("--config", metavar="FILE", help="TOML: [method], [client], [prices.MODEL]")
     p.add_argument("--cache", metavar="FILE", help="response cache (default DIR/cache.sqlite)")
@@ -115,6 +122,8 @@ def start(args: argparse.Namespace, evaluate_final: bool) -> int:
     device = args.device or default_device()
     if problem := device_problem(device) or tasks_problem(args.tasks):
         return fail(problem)
+    if args.samples and args.method in ("geak", "kernelagent"):
+        return fail(f"--samples is for the one-shot presets, not {args.method}")
     try:
         run = run_config(args, device)
     except ValueError as exc:

@@ -112,6 +112,21 @@ def insert_pool(pool: list[Attempt], new: Attempt, cfg: GeakConfig) -> list[Atte
     return sorted(pool, key=lambda a: -(a.speedup or 0.0))
 
 
+def remember(state: State, slot: int, attempt: Attempt, cfg: GeakConfig) -> None:
+    """A tested attempt into the memory: a snapshot into its lineage (the ``history`` best by LLM
+    score), the pool when perf-passing, and the last call- and exe-passing code."""
+    snapshot = Attempt(**vars(attempt))  # a copy: later rounds never rewrite history
+    lineage = sorted([*state.lineages[slot], snapshot], key=lambda a: -a.score)
+    state.lineages[slot] = lineage[: cfg.history]
+    if attempt.perf_ok:
+        state.pool = insert_pool(state.pool, snapshot, cfg)
+    if attempt.call_ok:
+        state.last_call = attempt.code
+        state.anything_passed = True
+    if attempt.exe_ok:
+        state.last_exe = attempt.code
+
+
 def select(state: State, fallback: str) -> tuple[str, str]:
     """The round's output and why: best pool member, last exe pass, last call pass, slot 0."""
     if state.pool:
@@ -220,7 +235,7 @@ class Geak:
         )
         for i, attempt, reflection in zip(slots, new, reflections, strict=True):
             attempt.reflection = reflection
-            self.update(state, i, attempt)
+            remember(state, i, attempt, self.cfg)
         state.exe_passes = sum(a.exe_ok for a in new)
 
     async def score(self, task: Task, attempt: Attempt, r: int, slot: int) -> float:
@@ -245,15 +260,3 @@ class Geak:
         )
         match = REFLECTION.search(reply.text)
         return (match.group(1) if match else reply.text).strip()
-
-    def update(self, state: State, slot: int, attempt: Attempt) -> None:
-        snapshot = Attempt(**vars(attempt))  # a copy: later rounds never rewrite history
-        lineage = sorted([*state.lineages[slot], snapshot], key=lambda a: -a.score)
-        state.lineages[slot] = lineage[: self.cfg.history]
-        if attempt.perf_ok:
-            state.pool = insert_pool(state.pool, snapshot, self.cfg)
-        if attempt.call_ok:
-            state.last_call = attempt.code
-            state.anything_passed = True
-        if attempt.exe_ok:
-            state.last_exe = attempt.code

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -64,6 +65,12 @@ class Judge:
         self.evaluate = evaluate
         self.device = device
         self.cache = cache
+        # not the loop's default executor, which asyncio.run waits for: after a Ctrl-C the
+        # command closes the Evaluator, and a thread still in ``evaluate`` then ends at once
+        self.pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kbx-judge")
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
 
     def key(self, candidate: Candidate) -> str:
         return digest({"task": candidate.task_id, "code": candidate.sha256, "device": self.device})
@@ -78,7 +85,9 @@ class Judge:
                 known[i] = Outcome.model_validate({**hit, "cached": True})
         todo = [i for i in range(len(candidates)) if i not in known]
         if todo:
-            results = await asyncio.to_thread(self.evaluate, [candidates[i] for i in todo])
+            batch = [candidates[i] for i in todo]
+            loop = asyncio.get_running_loop()
+            results = await loop.run_in_executor(self.pool, self.evaluate, batch)
             for i, result in zip(todo, results, strict=True):
                 known[i] = outcome_of(result, candidates[i].code)
                 if self.cache:

@@ -25,6 +25,7 @@ from kbx.generate.session import Session
 from kbx.prompt import render
 from kbx.task import Task
 
+PASSED_ENV = ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME")  # what a GPU test needs
 # (test code, kernel code, timeout) -> (exit code, stdout, stderr)
 TestRunner = Callable[[str, str, float], Awaitable[tuple[int, str, str]]]
 
@@ -38,6 +39,7 @@ async def run_test(
         Path(folder, "kernel.py").write_text(kernel)
         Path(folder, "test_kernel.py").write_text(test)
         env = {"PATH": os.environ.get("PATH", ""), "HOME": folder, "PYTHONDONTWRITEBYTECODE": "1"}
+        env |= {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
         if device == "cpu":
             env["TRITON_INTERPRET"] = "1"
         proc = await asyncio.create_subprocess_exec(

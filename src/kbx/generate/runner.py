@@ -78,10 +78,8 @@ async def generate(
     trace = Trace(out / "trace.jsonl")
     ledger = Ledger()
     name = method_name(run)
-    session = Session(
-        name, run.client.model, llm, Judge(plan.evaluate, run.device, cache), trace, ledger,
-        run.prices, on_step,
-    )  # fmt: skip
+    judge = Judge(plan.evaluate, run.device, cache)
+    session = Session(name, run.client.model, llm, judge, trace, ledger, run.prices, on_step)
     for task in plan.tasks:
         ledger.task(task.id)
     fn, at_once = task_fn(session, run, plan.test_runner, len(plan.tasks))
@@ -97,6 +95,7 @@ async def generate(
     try:
         picked = await asyncio.gather(*(one(t) for t in plan.tasks))
     finally:
+        judge.close()
         await llm.close()
         trace.close()
         cache.close()
