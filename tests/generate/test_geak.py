@@ -12,7 +12,7 @@ from typing import Any
 from kbx.candidate import Candidate
 from kbx.evaluator import Evaluator
 from kbx.generate.config import GeakConfig
-from kbx.generate.geak import Attempt, State, insert_pool, remember
+from kbx.generate.geak import Attempt, State, choose_mode, insert_pool, remember
 from kbx.generate.judge import Outcome, through
 from kbx.generate.runner import generate
 from kbx.result import Result
@@ -136,3 +136,11 @@ def test_a_lineage_keeps_snapshots_of_its_best_scored_attempts() -> None:
     attempts[1].code = "rewritten in place"  # GEAK's quirk: kbx's history is unaffected
     assert [(a.code, a.score) for a in state.lineages[0]] == [("v3.0", 3.0), ("v2.0", 2.0)]
     assert state.last_call is None and not state.anything_passed  # none of them was tested
+
+
+def test_the_mode_rule() -> None:
+    cfg = GeakConfig(debug_cap=2)
+    assert choose_mode(State(), 0, cfg) == "fresh"
+    assert choose_mode(State(exe_passes=0, debug_count=1), 1, cfg) == "debug"
+    assert choose_mode(State(exe_passes=1, debug_count=1), 1, cfg) == "fresh"
+    assert choose_mode(State(exe_passes=0, debug_count=2), 3, cfg) == "fresh"  # the cap: restart

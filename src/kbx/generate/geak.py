@@ -66,7 +66,7 @@ class State:
     last_call: str | None = None
     last_exe: str | None = None
     debug_count: int = 0
-    exe_passes: int = 0  # in the previous round
+    exe_passes: int = 0  # among the current candidates after the previous round
     anything_passed: bool = False  # some candidate passed the call stage
 
 
@@ -236,7 +236,7 @@ class Geak:
         for i, attempt, reflection in zip(slots, new, reflections, strict=True):
             attempt.reflection = reflection
             remember(state, i, attempt, self.cfg)
-        state.exe_passes = sum(a.exe_ok for a in new)
+        state.exe_passes = sum(a.exe_ok for a in state.current)  # kept slots count too
 
     async def score(self, task: Task, attempt: Attempt, r: int, slot: int) -> float:
         messages = [
