@@ -13,7 +13,7 @@ from kbx.evaluator import Evaluator
 from kbx.generate.ban import scan
 from kbx.generate.config import KernelAgentConfig
 from kbx.generate.judge import through
-from kbx.generate.kernelagent import with_alias
+from kbx.generate.kernelagent import run_test, with_alias
 from kbx.generate.runner import generate
 from kbx.suite import find
 from tests.generate.conftest import TASKS, fenced, plan, reference, task_in
@@ -107,3 +107,17 @@ def test_the_alias_is_added_only_when_the_entry_is_missing() -> None:
         1
     ]
     assert not with_alias("def other(x):\n    pass\n", "gelu")[1]
+
+
+def test_the_agents_test_runs_confined_and_is_killed_at_its_timeout(tmp_path: Path) -> None:
+    outside = tmp_path / "escaped.txt"
+    write = f"from pathlib import Path\nPath({str(outside)!r}).write_text('x')\n"
+    code, _, err = asyncio.run(run_test(write, "", 30.0))
+    assert code == 1 and "PermissionError" in err and not outside.exists()
+    inside = "from pathlib import Path\nPath('note.txt').write_text('x')\nimport kernel\n"
+    assert asyncio.run(run_test(inside, "x = 1\n", 30.0))[0] == 0  # its own folder is writable
+    helper = "import subprocess, sys\nsubprocess.run([sys.executable, '-c', 'pass'])\n"
+    code, _, err = asyncio.run(run_test(helper, "", 30.0))
+    assert code == 1 and "PermissionError" in err  # no helper processes, as for a candidate
+    code, _, err = asyncio.run(run_test("while True:\n    pass\n", "", 1.0))
+    assert code == 124 and err == "the test ran past its 1 s timeout"

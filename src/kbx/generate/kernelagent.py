@@ -8,14 +8,18 @@ a success, the lowest worker id among that round's successes wins and the others
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
 import re
+import signal
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kbx.evaluate import confine
 from kbx.generate import ka_prompts as prompts
 from kbx.generate.ban import scan
 from kbx.generate.config import KernelAgentConfig, Sampling
@@ -33,8 +37,9 @@ TestRunner = Callable[[str, str, float], Awaitable[tuple[int, str, str]]]
 async def run_test(
     test: str, kernel: str, timeout_s: float, device: str = "cpu"
 ) -> tuple[int, str, str]:
-    """The agent's test in a fresh interpreter, in a folder of its own, with a scrubbed
-    environment (the Triton interpreter on the CPU); a timeout kills it and fails the round."""
+    """The agent's test in a fresh interpreter, in a folder of its own, in kbx's sandbox
+    (``agenttest``) with a scrubbed environment (the Triton interpreter on the CPU); a timeout
+    kills its whole process group and fails the round."""
     with tempfile.TemporaryDirectory(prefix="kbx-ka-") as folder:
         Path(folder, "kernel.py").write_text(kernel)
         Path(folder, "test_kernel.py").write_text(test)
@@ -42,19 +47,29 @@ async def run_test(
         env |= {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
         if device == "cpu":
             env["TRITON_INTERPRET"] = "1"
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "test_kernel.py", cwd=folder, env=env,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )  # fmt: skip
+        settings = confine.prepare(Path(folder), [], device)  # as root: the folder's own uid
         try:
-            out, err = await asyncio.wait_for(proc.communicate(), timeout_s)
-        except TimeoutError:
-            proc.kill()
-            await proc.wait()
-            return 124, "", f"the test ran past its {timeout_s:g} s timeout"
-        assert proc.returncode is not None
-        return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+            return await run_confined(folder, env, json.dumps(settings), timeout_s)
+        finally:
+            confine.release(settings)
+
+
+async def run_confined(
+    folder: str, env: dict[str, str], settings: str, timeout_s: float
+) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "kbx.generate.agenttest", settings, cwd=folder, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout_s)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # its init too, which ends the namespace
+        await proc.wait()
+        return 124, "", f"the test ran past its {timeout_s:g} s timeout"
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
 
 
 @dataclass
