@@ -132,3 +132,16 @@ def test_the_documented_toml_example_is_a_valid_config(tmp_path: Path) -> None:
     run = run_config(args, "cpu")
     assert run.client.max_tokens_cap == 8192 and run.method.rounds == 3  # type: ignore[union-attr]
     assert run.prices["deepseek-chat"].output_per_mtok == 0.42
+
+
+def test_without_the_generate_extra_it_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "openai", None)  # `import openai` now fails
+    for name in [m for m in sys.modules if m.startswith("kbx.generate.")]:
+        if name not in ("kbx.generate.command", "kbx.generate.config"):
+            monkeypatch.delitem(sys.modules, name)
+    args = ["generate", "--method", "claude", "--out", str(tmp_path), "--device", "cpu"]
+    assert main([*args, "--tasks", "Math/abs"]) == 2
+    out = capsys.readouterr().out
+    assert "kbx generate needs openai: pip install 'kernelbench-x[generate]'" in out

@@ -18,6 +18,8 @@ from pydantic import ValidationError
 from kbx.generate.config import PRESETS, ClientConfig, Price, RunConfig, preset
 from kbx.terminal import console, fail, progress_bar, tasks_problem
 
+EXTRA = ("openai", "aiolimiter", "rank_bm25")  # the generate extra's modules
+
 
 def add_parsers(command: Any) -> None:
     """Registers ``generate`` and ``run`` through cli.py's ``command(name, about)``."""
@@ -105,6 +107,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 def guarded(args: argparse.Namespace, evaluate_final: bool) -> int:
     try:
         return start(args, evaluate_final)
+    except ModuleNotFoundError as exc:
+        if exc.name not in EXTRA:
+            raise
+        return fail(f"kbx {args.command} needs {exc.name}: pip install 'kernelbench-x[generate]'")
     except KeyboardInterrupt:
         console.print(
             f"[yellow]interrupted: replies so far are cached in {args.out}; run the same "
