@@ -63,3 +63,38 @@ def test_identical_code_from_two_lines_gets_two_keys(tmp_path):
     path.write_text(rec + "\n" + rec + "\n")
     a, b = read_source(path)
     assert a.sha256 == b.sha256 and a.key != b.key
+
+
+def test_geak_rows_are_mapped_by_filename_or_by_the_instruction(tmp_path):
+    from kbx.prompt import render
+    from kbx.suite import find
+
+    gelu = find("Activation/gelu")
+    path = tmp_path / "geak_round_0.jsonl"
+    rows = [
+        {"instruction": "whatever", "filename": "gelu.py", "predict": CODE, "label": ""},
+        {"instruction": render(gelu), "filename": "", "predict": CODE, "speedup": 1.2},
+        {"instruction": "Functional Description: x\nWrapper Entry Information: gelu(input)"},
+        {"instruction": "Functional Description: nothing like a task", "predict": CODE},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cands = read_source(path)
+    assert [c.task_id for c in cands[:3]] == ["Activation/gelu"] * 3
+    assert cands[0].problem is None and cands[1].problem is None
+    assert cands[2].problem[0] == Verdict.NO_CODE  # mapped by the wrapper's name; no predict
+    assert cands[3].problem == (
+        Verdict.UNKNOWN_TASK,
+        f"{path}:4: a GEAK row whose 'filename' and 'instruction' name no suite task",
+    )
+
+
+def test_a_kernel_function_wrapper_is_recorded_as_the_entry_alias(tmp_path):
+    path = tmp_path / "ka.jsonl"
+    wrapper = "def kernel_function(input, approximate='none'):\n    return input\n"
+    lines = [{"file": "Activation/gelu.py", "predict": wrapper, "agent_success": True}]
+    lines.append({"file": "Activation/gelu.py", "predict": CODE + "\n" + wrapper})
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    first, second = read_source(path)
+    assert first.meta == {"agent_success": True, "entry_alias": "gelu = kernel_function"}
+    assert first.code == wrapper  # the child falls back to kernel_function; the code stays
+    assert "entry_alias" not in second.meta

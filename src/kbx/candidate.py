@@ -29,7 +29,10 @@ END_TOKENS = (
     "<|end_of_text|>",
 )
 FENCE = re.compile(r"```[ \t]*(?:python|py|triton)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
-META_FIELDS = ("method", "model", "round", "sample")
+META_FIELDS = ("method", "model", "round", "sample", "seed", "cost", "agent_success", "alias_added")
+DESCRIPTION = re.compile(r"Functional Description:\s*(.*?)\s*Wrapper Entry Information:", re.DOTALL)
+WRAPPER = re.compile(r"Wrapper Entry Information:\s*(?:def\s+)?([A-Za-z_]\w*)\s*\(")
+WRAPPER_FALLBACK = re.compile(r"^def kernel_function\b", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,43 @@ def make(source: str, task_name: str, code: str, meta: dict[str, Any] | None = N
         problem = (Verdict.UNKNOWN_TASK, f"{source}: no task {task_name!r} in the suite")
     elif not code:
         problem = (Verdict.NO_CODE, f"{source}: the prediction holds no code")
-    return Candidate(source, task_id, code, problem, meta or {})
+    meta = dict(meta or {})
+    if task and code and kernel_function_only(code, task.entry_names()):
+        meta["entry_alias"] = f"{task.entry} = kernel_function"  # the child's fallback entry
+    return Candidate(source, task_id, code, problem, meta)
+
+
+def kernel_function_only(code: str, entries: tuple[str, ...]) -> bool:
+    """Whether ``code`` defines KernelAgent's ``kernel_function`` but none of the task's names."""
+    defined = any(
+        re.search(rf"^(def|class)\s+{re.escape(e)}\b|^{re.escape(e)}\s*=", code, re.M)
+        for e in entries
+    )
+    return not defined and WRAPPER_FALLBACK.search(code) is not None
+
+
+def task_of_instruction(record: dict[str, Any]) -> str | None:
+    """GEAK's rows name no ``file``: the task from ``filename``, else from the instruction's
+    functional description (a substring of exactly one task's) or its wrapper's name."""
+    filename = record.get("filename")
+    if isinstance(filename, str) and filename and find(filename) is not None:
+        return filename
+    instruction = record.get("instruction")
+    if not isinstance(instruction, str):
+        return None
+    from kbx.suite import load_suite
+
+    tasks = load_suite().values()
+    if match := DESCRIPTION.search(instruction):
+        text = " ".join(match.group(1).split())
+        hits = [t.id for t in tasks if text and (text in " ".join(t.description.split()))]
+        if len(hits) == 1:
+            return hits[0]
+    if match := WRAPPER.search(instruction):
+        hits = [t.id for t in tasks if match.group(1) in t.entry_names()]
+        if len(hits) == 1:
+            return hits[0]
+    return None
 
 
 def broken(source: str, task_id: str, verdict: Verdict, message: str) -> Candidate:
@@ -164,6 +203,12 @@ def candidate_from_record(record: Any, source: str) -> Iterator[Candidate]:
         yield broken(source, "?", Verdict.UNREADABLE, "expected a JSON object")
         return
     task_name = record.get("file") or record.get("task_id") or record.get("task")
+    if not task_name and ("instruction" in record or "filename" in record):
+        task_name = task_of_instruction(record)
+        if task_name is None:
+            message = "a GEAK row whose 'filename' and 'instruction' name no suite task"
+            yield broken(source, "?", Verdict.UNKNOWN_TASK, message)
+            return
     code = record.get("predict", record.get("code"))
     if not isinstance(task_name, str) or not task_name:
         yield broken(source, "?", Verdict.UNREADABLE, "no 'file' field naming the task")

@@ -252,6 +252,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="also write the released harness's <gpu>/<method>/metrics.json and summary.json",
     )
     a.set_defaults(fn=cmd_analyze)
+    from kbx.generate.command import add_parsers
+
+    add_parsers(command)
     return p
 
 

@@ -1,0 +1,204 @@
+"""``kbx generate`` and ``kbx run``: the parsers, and the commands that read flags, the
+environment and a TOML file into a ``RunConfig``, run the method with a progress bar, and (for
+``kbx run``) evaluate the final round and write the analysis.  A Ctrl-C stops cleanly; the same
+command resumes from the cache."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from kbx.generate.config import PRESETS, ClientConfig, Price, RunConfig, preset
+from kbx.terminal import console, fail, progress_bar, tasks_problem
+
+EXTRA = ("openai", "aiolimiter", "rank_bm25")  # the generate extra's modules
+
+
+def add_parsers(command: Any) -> None:
+    """Registers ``generate`` and ``run`` through cli.py's ``command(name, about)``."""
+    g = command("generate", "generate kernels with a method over an OpenAI-compatible endpoint")
+    add_options(g)
+    g.set_defaults(fn=cmd_generate)
+    r = command("run", "generate, evaluate the final kernels and write the analysis, resumably")
+    add_options(r)
+    r.add_argument(
+        "--bootstrap", type=int, default=1000, metavar="B", help="analysis resamples (1000)"
+    )
+    r.set_defaults(fn=cmd_run)
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--method", required=True, choices=PRESETS, help="the method preset")
+    p.add_argument("--out", required=True, metavar="DIR", help="run folder; again: resume it")
+    p.add_argument("--tasks", metavar="GLOB", help="only tasks whose id matches, e.g. 'Math/*'")
+    p.add_argument("--samples", type=int, metavar="N", help="one-shot samples per task (pass@k)")
+    p.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="the OpenAI-compatible server, e.g. http://localhost:8000/v1 (default "
+        "$OPENAI_BASE_URL; docs/design/generate.md has vLLM, SGLang, DeepSeek, OpenRouter)",
+    )
+    p.add_argument("--model", metavar="ID", help="model id (default $KBX_MODEL, else the preset's)")
+    p.add_argument(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        metavar="VAR",
+        help="the variable holding the API key (default OPENAI_API_KEY; none for local servers)",
+    )
+    p.add_argument("--device", choices=("cuda", "cpu"), help="where the evaluator runs")
+    p.add_argument("--config", metavar="FILE", help="TOML: [method], [client], [prices.MODEL]")
+    p.add_argument("--cache", metavar="FILE", help="response cache (default DIR/cache.sqlite)")
+
+
+def load_toml(path: str | None) -> dict[str, Any]:
+    if not path:
+        return {}
+    try:
+        return tomllib.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such configuration file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{path}: not TOML: {exc}") from None
+
+
+def run_config(args: argparse.Namespace, device: str) -> RunConfig:
+    """Flags over the environment over the TOML file over the preset; ValueError names the key."""
+    data = load_toml(args.config)
+    model, method = preset(args.method, args.samples or 1)
+    client: dict[str, Any] = {"model": model, **data.get("client", {})}
+    if url := args.base_url or os.environ.get("OPENAI_BASE_URL"):
+        client["base_url"] = url
+    if chosen := args.model or os.environ.get("KBX_MODEL"):
+        client["model"] = chosen
+    method_data = {**method.model_dump(), **data.get("method", {})}
+    if args.samples:
+        method_data["samples"] = args.samples
+    prices = data.get("prices", {})
+    try:
+        return RunConfig(
+            method=method_data,  # type: ignore[arg-type]
+            client=ClientConfig(**client),
+            device=device,
+            tasks=args.tasks,
+            prices={k: Price(**v) for k, v in prices.items()},
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = f"{args.config}: " if args.config else ""
+        key = ".".join(str(part) for part in first["loc"])
+        raise ValueError(f"{where}key {key!r}: {first['msg']}") from None
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    return guarded(args, evaluate_final=False)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    return guarded(args, evaluate_final=True)
+
+
+def guarded(args: argparse.Namespace, evaluate_final: bool) -> int:
+    try:
+        return start(args, evaluate_final)
+    except ModuleNotFoundError as exc:
+        if exc.name not in EXTRA:
+            raise
+        return fail(f"kbx {args.command} needs {exc.name}: pip install 'kernelbench-x[generate]'")
+    except KeyboardInterrupt:
+        console.print(
+            f"[yellow]interrupted: replies so far are cached in {args.out}; run the same "
+            "command again to resume[/yellow]",
+            soft_wrap=True,
+        )
+        return 130
+
+
+def start(args: argparse.Namespace, evaluate_final: bool) -> int:
+    from kbx.evaluator import Evaluator
+    from kbx.hardware import default_device, device_problem
+    from kbx.suite import select
+
+    device = args.device or default_device()
+    if problem := device_problem(device) or tasks_problem(args.tasks):
+        return fail(problem)
+    if args.samples and args.method in ("geak", "kernelagent"):
+        return fail(f"--samples is for the one-shot presets, not {args.method}")
+    try:
+        run = run_config(args, device)
+    except ValueError as exc:
+        return fail(str(exc))
+    out = Path(args.out)
+    ev = Evaluator(device, run_dir=out / "loop")
+    try:
+        manifest = generate_with_progress(run, out, select(args.tasks), ev, args)
+    except BaseException:
+        ev.close(cancel=True)  # a Ctrl-C: its children killed, queued candidates dropped
+        raise
+    ev.close()
+    final = Path(manifest["rounds"][-1])
+    console.print(f"{run.method.preset}: {len(manifest['tasks'])} tasks; outputs in {out}")
+    if evaluate_final:
+        return evaluate_and_analyze(final, out, device, manifest, args.bootstrap)
+    return 0
+
+
+def generate_with_progress(
+    run: RunConfig, out: Path, tasks: list[Any], ev: Any, args: argparse.Namespace
+) -> dict[str, Any]:
+    from kbx.generate.judge import through
+    from kbx.generate.runner import Plan, generate
+
+    plan = Plan(
+        run, out, tasks, through(ev), os.environ.get(args.api_key_env),
+        Path(args.cache) if args.cache else None,
+    )  # fmt: skip
+    with progress_bar() as bar:
+        progress = bar.add_task(run.method.preset, total=len(tasks), last="")
+        return asyncio.run(
+            generate(
+                plan,
+                on_step=lambda task, what: bar.update(progress, last=f"{task}: {what}"),
+                on_done=lambda task: bar.update(progress, advance=1, last=f"{task}: done"),
+            )
+        )
+
+
+def evaluate_and_analyze(
+    final: Path, out: Path, device: str, manifest: dict[str, Any], bootstrap: int
+) -> int:
+    """A fresh kbx evaluation of the final round, the analysis, and the cost per solved task."""
+    from kbx.evaluator import Evaluator
+    from kbx.runcmds import run_with_progress
+
+    with Evaluator(device, run_dir=out / "eval") as ev:
+        run_with_progress(final, out / "eval", ev, None)
+    records = [json.loads(x) for x in (out / "eval" / "results.jsonl").read_text().splitlines()]
+    solved = sum(r["verdict"] == "passed" for r in records)
+    total = manifest["cost"]["total"]
+    manifest["final"] = {
+        "round_file": str(final),
+        "solved": solved,
+        "tasks": len(records),
+        "usd_per_solved": total["usd"] / solved if solved else None,
+        "tokens_per_solved": (total["tokens_in"] + total["tokens_out"]) / solved
+        if solved
+        else None,
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n")
+    console.print(
+        f"solved {solved}/{len(records)}; ${total['usd']:.4f} and "
+        f"{total['tokens_in'] + total['tokens_out']} tokens in all"
+    )
+    try:
+        from kbx.analyze.command import analyze
+    except ModuleNotFoundError as exc:
+        return fail(f"the analysis needs {exc.name}: pip install 'kernelbench-x[analysis]'")
+    analyze([out / "eval"], out / "analysis", bootstrap, 0, console)
+    return 0

@@ -1,0 +1,95 @@
+"""The evaluator in the loop: candidates go to a ``kbx.Evaluator`` (or any function with its
+shape, so tests can stub it), and what comes back is an ``Outcome`` whose ``feedback`` is all a
+method may see.  Outcomes are cached by task, code and device: a resumed run judges nothing
+twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from kbx.candidate import Candidate, make
+from kbx.generate.cache import Cache, digest
+from kbx.generate.feedback import Feedback, feedback
+from kbx.result import Result
+
+if TYPE_CHECKING:
+    from kbx.evaluator import Evaluator
+
+EvaluateFn = Callable[[list[Candidate]], list[Result]]
+
+
+class Outcome(BaseModel):
+    task_id: str
+    code_sha256: str
+    verdict: str
+    stage: str
+    speedup: float | None
+    duration_s: float
+    feedback: Feedback
+    cached: bool = False
+
+
+def through(ev: Evaluator) -> EvaluateFn:
+    """``ev`` as an EvaluateFn: one Result per candidate, in the candidates' order."""
+
+    def run(candidates: list[Candidate]) -> list[Result]:
+        results = {c.key: r for c, r in ev.pairs(candidates)}
+        return [results[c.key] for c in candidates]
+
+    return run
+
+
+def outcome_of(result: Result, code: str) -> Outcome:
+    return Outcome(
+        task_id=result.task_id,
+        code_sha256=hashlib.sha256(code.encode()).hexdigest(),
+        verdict=str(result.verdict),
+        stage=result.stage,
+        speedup=result.speedup,
+        duration_s=result.duration_s,
+        feedback=feedback(result),
+    )
+
+
+class Judge:
+    """Judges batches of code for one task; blocking evaluator work runs in a thread."""
+
+    def __init__(self, evaluate: EvaluateFn, device: str, cache: Cache | None) -> None:
+        self.evaluate = evaluate
+        self.device = device
+        self.cache = cache
+        # not the loop's default executor, which asyncio.run waits for: after a Ctrl-C the
+        # command closes the Evaluator, and a thread still in ``evaluate`` then ends at once
+        self.pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kbx-judge")
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+    def key(self, candidate: Candidate) -> str:
+        return digest({"task": candidate.task_id, "code": candidate.sha256, "device": self.device})
+
+    async def judge(
+        self, task_id: str, codes: list[str], meta: dict[str, Any] | None = None
+    ) -> list[Outcome]:
+        candidates = [make(f"generate:{task_id}", task_id, code, meta) for code in codes]
+        known: dict[int, Outcome] = {}
+        for i, candidate in enumerate(candidates):
+            if self.cache and (hit := self.cache.outcome(self.key(candidate))):
+                known[i] = Outcome.model_validate({**hit, "cached": True})
+        todo = [i for i in range(len(candidates)) if i not in known]
+        if todo:
+            batch = [candidates[i] for i in todo]
+            loop = asyncio.get_running_loop()
+            results = await loop.run_in_executor(self.pool, self.evaluate, batch)
+            for i, result in zip(todo, results, strict=True):
+                known[i] = outcome_of(result, candidates[i].code)
+                if self.cache:
+                    self.cache.put_outcome(self.key(candidates[i]), known[i].model_dump())
+        return [known[i] for i in range(len(candidates))]
