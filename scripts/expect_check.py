@@ -20,7 +20,7 @@ EXPECT_CUDA = re.compile(r"Expect on cuda: ([a-z_]+)\b")
 
 
 def origin(source: str) -> Path:
-    rel = source.split("corpus/", 1)[1].split(":", 1)[0]
+    rel = source.rsplit("/corpus/", 1)[1].split(":", 1)[0]
     corpus, rest = rel.split("/", 1)
     return Path("solutions/reference" if corpus == "reference" else f"tests/{corpus}", rest)
 

@@ -29,7 +29,7 @@ if [[ $STEPS == *" corpus "* ]]; then
   mkdir -p "$RUN/corpus/corpus"
   for c in exploits exploits_gpu bad gpu_bad; do cp -r "tests/$c" "$RUN/corpus/corpus/$c"; done
   find "$RUN/corpus" -name '.ruff_cache' -prune -exec rm -rf {} +
-  corpus corpus "${LIMIT_CORPUS:-240}" 20
+  corpus corpus "${LIMIT_CORPUS:-240}" 60
 fi
 if [[ $STEPS == *" faults "* ]]; then
   mkdir -p "$RUN/faults/corpus/reference"

@@ -179,3 +179,73 @@ def test_local_backend_has_a_worker_process_per_gpu_by_default(monkeypatch):
     assert chosen("cuda", [0, 1], 1) == ("threads", 1)  # no more processes than jobs
     assert chosen("cuda", [0], 4, procs=3) == ("procs", 3)
     assert chosen("cpu", [None], 4, procs=2) == ("procs", 2)
+
+
+class FaultOnce(Recording):
+    """A backend whose first evaluation of ``victim`` ends as a fault beside it would: a
+    wall-clock timeout; evaluated again, it passes."""
+
+    def __init__(self, victim: str, verdict: Verdict, detail: str, device: str = "cpu") -> None:
+        super().__init__()
+        self.victim, self.verdict, self.detail, self.device = victim, verdict, detail, device
+
+    def submit(self, candidates, on_baseline=None):
+        for cand in candidates:
+            self.given.append(cand)
+            if cand.task_id == self.victim and self.given.count(cand) == 1:
+                yield cand, Result.of(cand, self.device, self.verdict, self.detail, "run")
+            else:
+                yield cand, Result.of(cand, self.device, Verdict.PASSED, "alone", "done")
+
+
+WALL = "no progress for 41 s (wall clock) during cases 0"
+
+
+def test_a_verdict_another_candidate_may_have_caused_is_judged_again_alone():
+    backend = FaultOnce("Math/add", Verdict.TIMEOUT, WALL)
+    with Evaluator("cpu", backend=backend) as ev:
+        results = list(ev.submit([("Math/add", "x = 1"), ("Math/sub", "x = 1")]))
+    assert [r.task_id for r in results] == ["Math/sub", "Math/add"]  # held back to the end
+    assert [r.verdict for r in results] == [Verdict.PASSED, Verdict.PASSED]
+    assert results[1].meta["rerun"] == {"verdict": "timeout", "detail": WALL}
+    assert "rerun" not in results[0].meta
+    assert [c.task_id for c in backend.given] == ["Math/add", "Math/sub", "Math/add"]
+
+
+@pytest.mark.parametrize(
+    "verdict, detail, device, again",
+    [
+        (Verdict.TIMEOUT, WALL, "cpu", True),
+        (Verdict.TIMEOUT, "used 61 s of CPU in cases 0 (limit 60 s)", "cpu", False),
+        (Verdict.OUT_OF_MEMORY, "CUDA out of memory", "cuda", True),
+        (Verdict.OUT_OF_MEMORY, "MemoryError", "cpu", False),
+        (Verdict.CRASHED, "illegal memory access", "cuda", False),
+    ],
+)
+def test_which_verdicts_are_judged_again(verdict, detail, device, again):
+    backend = FaultOnce("Math/add", verdict, detail, device)
+    with Evaluator("cpu", backend=backend) as ev:
+        result = ev.evaluate("Math/add", "x = 1")
+    assert ("rerun" in result.meta) is again
+    assert result.verdict == (Verdict.PASSED if again else verdict)
+
+
+def test_off_in_the_tuning_a_suspect_verdict_stands():
+    backend = FaultOnce("Math/add", Verdict.TIMEOUT, WALL)
+    with Evaluator("cpu", backend=backend, tuning=Tuning(rerun_alone=False)) as ev:
+        assert ev.evaluate("Math/add", "x = 1").verdict == Verdict.TIMEOUT
+    assert len(backend.given) == 1
+
+
+def test_a_candidate_that_sleeps_forever_times_out_again_when_alone(tmp_path):
+    """Real children: the wall-clock timeout of a candidate that sleeps is its own, so the
+    second evaluation, alone, gives the same verdict; an honest candidate beside it passes
+    once."""
+    tuning = Tuning(jobs=2, limits=Limits(import_s=30, case_s=2))
+    sleeper = code("sleep_forever/Activation/gelu.py", BAD.parent / "exploits")
+    with Evaluator("cpu", baselines=None, tuning=tuning) as ev:
+        results = list(ev.submit([("Activation/gelu", sleeper), ("Math/add", code("Math/add.py"))]))
+    assert [r.task_id for r in results] == ["Math/add", "Activation/gelu"]
+    assert results[0].verdict == Verdict.PASSED and "rerun" not in results[0].meta
+    assert results[1].verdict == Verdict.TIMEOUT and "(wall clock)" in results[1].detail
+    assert results[1].meta["rerun"]["verdict"] == "timeout"

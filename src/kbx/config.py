@@ -65,6 +65,9 @@ class Tuning(BaseModel):
     triton_cache: Path | None = Field(None, description="a Triton cache shared across runs")
     profile: bool = Field(False, description="cross-check timings with the torch profiler")
     trace: bool = Field(False, description="start-up marks on stderr (logger kbx.trace)")
+    rerun_alone: bool = Field(
+        True, description="evaluate again, alone, a verdict another candidate may have caused"
+    )
     limits: Limits = Field(default_factory=Limits)
 
 

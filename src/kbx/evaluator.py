@@ -29,6 +29,7 @@ from kbx.candidate import Candidate, make
 from kbx.config import EvalConfig, Tuning, cache_dir
 from kbx.hardware import default_device, device_problem
 from kbx.result import Result
+from kbx.run import rerun
 from kbx.run.scheduler import OnBaseline, Scheduler, default_jobs
 from kbx.run.workers import Workers
 
@@ -133,7 +134,15 @@ class Evaluator:
         backend = self.start().backend
         assert backend is not None
         wanted = (c if isinstance(c, Candidate) else make("<api>", c[0], c[1]) for c in candidates)
-        yield from backend.submit(wanted, on_baseline)
+        again: list[tuple[Candidate, Result]] = []
+        for candidate, result in backend.submit(wanted, on_baseline):
+            if self.config.tuning.rerun_alone and rerun.suspect(result):
+                again.append((candidate, result))  # evaluated alone once the rest are done
+            else:
+                yield candidate, result
+        for candidate, first in again:
+            for done, second in backend.submit([candidate], on_baseline):
+                yield done, rerun.mark(second, first)
 
     def evaluate(self, task_id: str, code: str) -> Result:
         """The Result of one candidate: ``code`` for the task ``task_id``."""

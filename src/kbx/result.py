@@ -28,10 +28,20 @@ class CaseTiming:
     phases_ms: dict[str, float] | None = None  # the child's wall time per part of the timing
     fresh_ms: float | None = None  # fastest call on never-seen contents (the reuse probe)
     seen_ms: float | None = None  # fastest call on seen contents made beside the probe's
+    kernel_ci_ms: list[float] | None = None  # 95% interval of the median kernel_ms [low, high]
 
     @property
     def speedup(self) -> float:
         return self.eager_ms / self.kernel_ms if self.kernel_ms > 0 else math.inf
+
+    @property
+    def speedup_ci(self) -> tuple[float, float] | None:
+        """The speedup at the two ends of the kernel's interval (the eager baseline's median
+        taken as it is: its own interval is not kept in the baseline cache)."""
+        if not self.kernel_ci_ms or min(self.kernel_ci_ms) <= 0:
+            return None
+        low, high = self.kernel_ci_ms
+        return self.eager_ms / high, self.eager_ms / low
 
 
 @dataclass
@@ -45,6 +55,7 @@ class Result:
     stage: str  # where the evaluation ended: read | import | run | check | perf | done
     speedup: float | None = None  # geometric mean over benchmark cases, vs PyTorch eager
     speedup_compile: float | None = None  # the same vs torch.compile, when it compiled every case
+    speedup_ci: list[float] | None = None  # 95% interval of ``speedup`` [low, high] (cases' own)
     cases: list[CaseTiming] = field(default_factory=list)
     fingerprint: dict[str, Any] = field(default_factory=dict)
     task_version: int | None = None
@@ -75,7 +86,9 @@ class Result:
     def record(self) -> dict[str, Any]:
         out = asdict(self)
         out["verdict"] = str(self.verdict)
-        out["cases"] = [dict(asdict(c), speedup=c.speedup) for c in self.cases]
+        out["cases"] = [
+            dict(asdict(c), speedup=c.speedup, speedup_ci=c.speedup_ci) for c in self.cases
+        ]
         for key in ("method", "model", "round", "sample"):
             out[key] = self.meta.get(key)
         order = ("read", "import", "run", "check", "perf", "done")

@@ -66,6 +66,19 @@ def test_aggregates_and_fast_p_by_hand():
     assert speedups.slower_share(table, rs).rows[0].stats["slower"].value == 0.5
 
 
+def test_fast_p_with_95_percent_confidence_counts_the_interval_s_low_end():
+    """A 1.5x kernel whose interval reaches down to 0.9x is faster than eager, but not with
+    95% confidence; a 4x one with [3.5, 4.5] is; a table without intervals counts none."""
+    table = hand_table([[4.0], [1.5]])
+    table["speedup_low"], table["speedup_high"] = [3.5, 0.9], [4.5, 2.0]
+    rs = stats.resampler(table, 100)
+    fast = speedups.fast_p(table, rs).row(method="m").stats
+    assert fast["fast_1"].value == 1.0 and fast["sure_1"].value == 0.5
+    assert fast["sure_0"].value == 1.0 and fast["sure_2"].value == 0.5
+    bare = speedups.fast_p(hand_table([[4.0], [1.5]]), rs).row(method="m").stats
+    assert bare["fast_1"].value == 1.0 and bare["sure_1"].value == 0.0
+
+
 def test_at_k_averages_tasks_and_caps_k():
     nan = float("nan")
     table = hand_table([[2.0, nan, nan], [nan, nan, nan]], samples=3)

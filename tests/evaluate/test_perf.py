@@ -135,6 +135,25 @@ def test_speedups_are_geometric_means_over_the_cases(tmp_path, monkeypatch):
     assert timing.speedups(task, reports, Baselines(None), None)[2] is None
 
 
+def test_each_speedup_carries_the_interval_of_its_kernel_time():
+    """The child's 95% interval of each median gives each case's speedup an interval, and the
+    geometric mean one from the cases' ends; a report without one gives none."""
+    task = find("Math/rsqrt")
+    reports = [
+        {"median_ms": 0.5, "ci_low_ms": 0.4, "ci_high_ms": 0.625, "reps": 10, "fresh_ms": 0.5}
+        for _ in task.bench
+    ]
+    cases, speedup, _ = timing.speedups(task, reports, Fixed(1.0), None, ("eager",))
+    assert cases[0].kernel_ci_ms == [0.4, 0.625]
+    assert cases[0].speedup_ci == pytest.approx((1.6, 2.5))
+    assert timing.speedup_ci(cases) == pytest.approx([1.6, 2.5])
+    assert cases[0].speedup_ci[0] < speedup < cases[0].speedup_ci[1]
+    for r in reports:
+        del r["ci_low_ms"], r["ci_high_ms"]
+    cases, _, _ = timing.speedups(task, reports, Fixed(1.0), None, ("eager",))
+    assert cases[0].speedup_ci is None and timing.speedup_ci(cases) is None
+
+
 def test_timed_calls_far_faster_than_calls_on_new_contents_are_too_fast():
     """The reuse probe: an honest kernel takes about as long on new contents as on contents it
     has seen; a result cache keyed on contents does not.  Tiny calls are left to clock noise."""

@@ -60,11 +60,20 @@ def record_row(rec: Mapping[str, Any], folder: str) -> dict[str, Any]:
         "exe_ok": bool(rec.get("correct")),
         "perf_ok": perf_ok,
         "speedup": float(speedup) if perf_ok and speedup is not None else math.nan,
+        "speedup_low": interval_end(rec, 0) if perf_ok else math.nan,
+        "speedup_high": interval_end(rec, 1) if perf_ok else math.nan,
         "kernel_ms": sum(c["kernel_ms"] for c in cases) if perf_ok and cases else math.nan,
         "eager_ms": sum(c["eager_ms"] for c in cases) if perf_ok and cases else math.nan,
         "gbs": max((c.get("achieved_gbs") or 0.0 for c in cases), default=math.nan),
         "tflops": max((c.get("achieved_tflops") or 0.0 for c in cases), default=math.nan),
     }
+
+
+def interval_end(rec: Mapping[str, Any], end: int) -> float:
+    """One end of a record's 95% speedup interval (``speedup_ci``); NaN where it has none (records
+    written before kbx kept it, and other harnesses')."""
+    ci = rec.get("speedup_ci")
+    return float(ci[end]) if isinstance(ci, list) and len(ci) == 2 else math.nan
 
 
 def kbx_tree_rows(root: Path, gpu: str = "unknown") -> list[dict[str, Any]]:
@@ -149,7 +158,8 @@ def empty_table() -> pd.DataFrame:
     """No rows, with the columns and types of a loaded table."""
     types = {"round": "int64", "sample": "int64", "verdict": object}
     types |= {c: bool for c in ("call_ok", "exe_ok", "perf_ok")}
-    types |= {c: float for c in ("speedup", "kernel_ms", "eager_ms", "gbs", "tflops")}
+    types |= {c: float for c in ("speedup", "speedup_low", "speedup_high", "kernel_ms")}
+    types |= {c: float for c in ("eager_ms", "gbs", "tflops")}
     types |= {c: object for c in ("task_id", "method", "model", "gpu")}
     return pd.DataFrame({c: pd.Series(dtype=t) for c, t in types.items()})
 

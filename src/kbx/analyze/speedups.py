@@ -78,10 +78,17 @@ def fast_p(
 ) -> Table:
     """fast_p = (correct, timed and speedup > p) / suite tasks, for each p of ``grid``."""
     frame = flags(outcomes(table, gpu))
+    low = frame["speedup_low"] if "speedup_low" in frame else pd.Series(math.nan, frame.index)
     cols = {f"fast_{p:g}": (frame["perf"] * (frame["speedup"].fillna(0) > p)) for p in grid}
-    frame = frame.assign(**cols)
-    rows = group_rows(rs, frame, by, {k: (k, "one", None) for k in cols})
+    sure = {f"sure_{p:g}": (frame["perf"] * (low.fillna(0) > p)) for p in grid}
+    frame = frame.assign(**cols, **sure)
+    rows = group_rows(rs, frame, by, {k: (k, "one", None) for k in cols | sure})
     labels = {k: f"correct, timed, speedup > {k[5:]} / suite tasks" for k in cols}
+    labels |= {
+        k: f"correct, timed, faster than {k[5:]}x with 95% confidence (the speedup interval's "
+        "low end above it; none where runs have no interval) / suite tasks"
+        for k in sure
+    }
     return Table(name="fast_p", n=n_tasks(table), labels=labels, rows=rows)
 
 

@@ -52,10 +52,12 @@ def make_context(device: str) -> None:
     nothing on the GPU); from then on the process waits for the GPU asleep, except in a timing
     turn (``gpuwait``)."""
     if device == "cuda":
+        from kbx.evaluate import clock
         from kbx.runtime import gpuops, gpuwait
 
         gpuops.make_context(None)
         gpuwait.asleep()
+        clock.cuda_ops()  # bound before the candidate can patch torch.cuda
 
 
 def main(job_path: str, msg_fd: int | None = None, isolated: Sequence[str] | None = None) -> int:

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from kbx.runtime import gpulock
 
@@ -148,6 +148,40 @@ SYNC_SLACK_MS = 0.02  # of host jitter before it is taken for work on an untrack
 SIDE_STREAMS: list[Any] = []
 
 
+class CudaOps(NamedTuple):
+    """CUDA's timing primitives, taken from torch's C types (immutable: no Python code can
+    patch them) and its C functions when the child sets up, before the candidate is imported: a
+    candidate that replaces ``torch.cuda.Event.elapsed_time`` or ``torch.cuda.synchronize`` in
+    its process changes nothing that kbx's clock calls."""
+
+    event: Callable[[], Any]  # a timing event
+    record: Callable[[Any, Any], None]  # (event, stream)
+    elapsed_ms: Callable[[Any, Any], float]  # (start, end)
+    wait: Callable[[Any], None]  # the host waits for an event
+    synchronize: Callable[[], None]  # the whole current device
+    sleep: Callable[[int], None]  # a spin kernel of so many cycles
+    stream: Callable[[], Any]  # the current stream
+    zero: Callable[[Any], Any]  # Tensor.zero_
+
+
+@functools.cache
+def cuda_ops() -> CudaOps:
+    """Bound once per process (``child.set_up`` calls it before the candidate's import)."""
+    import torch
+
+    base = torch._C._CudaEventBase
+    return CudaOps(
+        event=functools.partial(base, enable_timing=True),
+        record=base.record,
+        elapsed_ms=base.elapsed_time,
+        wait=base.synchronize,
+        synchronize=torch._C._cuda_synchronize,
+        sleep=torch._C._cuda_sleep,
+        stream=torch.cuda.current_stream,
+        zero=torch.Tensor.zero_,
+    )
+
+
 def cuda_clock() -> Clock:
     """Times one call on the GPU: from an event before it to the end of its work on every
     stream.
@@ -177,21 +211,23 @@ def new_cuda_clock() -> Clock:
 
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
 
+    ops = cuda_ops()
+
     def raw(call: Callable[[], Any]) -> tuple[float, float]:
-        begin, on_stream, after_sync = (torch.cuda.Event(enable_timing=True) for _ in range(3))
-        flush.zero_()  # evict the previous call's data from L2
-        torch.cuda._sleep(SLEEP_CYCLES)
-        begin.record()
+        begin, on_stream, after_sync = ops.event(), ops.event(), ops.event()
+        ops.zero(flush)  # evict the previous call's data from L2
+        ops.sleep(SLEEP_CYCLES)
+        ops.record(begin, ops.stream())
         call()
-        current = torch.cuda.current_stream()
+        current = ops.stream()
         for side in SIDE_STREAMS:
             if side != current:
                 current.wait_stream(side)
-        on_stream.record()
-        torch.cuda.synchronize()  # the whole device: work on any stream
-        after_sync.record()
-        after_sync.synchronize()
-        return float(begin.elapsed_time(on_stream)), float(begin.elapsed_time(after_sync))
+        ops.record(on_stream, current)
+        ops.synchronize()  # the whole device: work on any stream
+        ops.record(after_sync, ops.stream())
+        ops.wait(after_sync)
+        return float(ops.elapsed_ms(begin, on_stream)), float(ops.elapsed_ms(begin, after_sync))
 
     for _ in range(3):
         raw(lambda: None)

@@ -57,8 +57,19 @@ def against_baselines(
     result.cases, result.speedup, result.speedup_compile = speedups(
         task, timings, baselines, lock_path, cfg.kinds, limits, cfg.gpu, cfg.timing_core
     )
+    result.speedup_ci = speedup_ci(result.cases)
     result.stage_s["baselines_wait"] = round(waited_s() - queued, 3)
     result.detail += f"; {result.speedup:.3g}x vs eager"
+
+
+def speedup_ci(cases: list[CaseTiming]) -> list[float] | None:
+    """The geometric-mean speedup's interval: the geometric means of the cases' lower and of
+    their upper ends (each case at once at its worst, or at its best: wider than the interval of
+    the mean, never narrower)."""
+    ends = [c.speedup_ci for c in cases]
+    if not ends or any(e is None for e in ends):
+        return None
+    return [geometric_mean([e[0] for e in ends if e]), geometric_mean([e[1] for e in ends if e])]
 
 
 def speedups(
@@ -110,6 +121,9 @@ def case_timing(
     phases = t.get("phases_ms")  # the child's claim, kept for diagnosis only
     if isinstance(phases, dict) and all(isinstance(v, int | float) for v in phases.values()):
         extra["phases_ms"] = {str(k): float(v) for k, v in list(phases.items())[:8]}
+    low, high = t.get("ci_low_ms"), t.get("ci_high_ms")
+    if isinstance(low, int | float) and isinstance(high, int | float) and 0 < low <= high:
+        extra["kernel_ci_ms"] = [float(low), float(high)]
     label = task.bench[index].label()
     reps = int(t.get("reps", 0))
     return CaseTiming(index, label, kernel_ms, eager_ms, reps, compile_ms=compile_ms, **extra)

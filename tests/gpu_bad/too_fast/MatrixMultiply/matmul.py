@@ -1,5 +1,6 @@
 """Known-bad (GPU only): a correct Triton matmul that caches its result keyed on the *contents*
-of its inputs (a cheap fingerprint: shapes and two sums).
+of its inputs (a cheap fingerprint: shapes and two sums, each a Triton kernel of its own, so that
+no torch computation gives it away before the timing does).
 
 Every correctness case and refill has new contents, so it computes and passes; timed calls see
 contents they have seen before and return the cached product after reading the inputs once,
@@ -46,8 +47,21 @@ def _compute(a, b):
     return c if a.dim() == 3 else c[0]
 
 
+@triton.jit
+def _sum(x, total, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.atomic_add(total, tl.sum(tl.load(x + offs, mask=offs < n, other=0.0).to(tl.float32)))
+
+
+def _fingerprint(x):
+    flat = x.contiguous()
+    total = torch.zeros(1, device=x.device, dtype=torch.float32)
+    _sum[(triton.cdiv(flat.numel(), 4096),)](flat, total, flat.numel(), BLOCK=4096)
+    return float(total.item())
+
+
 def matmul(tensor1, tensor2):
-    key = (tuple(tensor1.shape), tuple(tensor2.shape), float(tensor1.sum()), float(tensor2.sum()))
+    key = (tuple(tensor1.shape), tuple(tensor2.shape), _fingerprint(tensor1), _fingerprint(tensor2))
     if key not in _seen:
         _seen[key] = _compute(tensor1, tensor2)
     return _seen[key]

@@ -1,0 +1,32 @@
+"""Verdicts another candidate's fault can cause, and their second evaluation, alone.
+
+Candidates share a GPU (and the cores): a kernel that never ends stalls every context on the
+device, and one that fills its memory starves the others, so an honest candidate evaluated
+beside such a fault can run out of wall-clock time or of GPU memory through no fault of its own
+(4 of 11 reference solutions timed out beside an endless kernel on the H200, 2026-12-02:
+docs/validation/h200-2026-12-02c/).  Such a verdict is therefore final only once the candidate has
+been evaluated again with nothing else in flight: ``Evaluator.pairs`` holds it back until the
+rest of its batch is done, then evaluates each one by itself.  The candidate's own fault comes
+back the same; a victim's does not.
+"""
+
+from __future__ import annotations
+
+from kbx.result import Result
+from kbx.verdict import Verdict
+
+WALL_CLOCK = "(wall clock)"  # the follower's timeout that other processes' load can cause
+
+
+def suspect(result: Result) -> bool:
+    """Whether ``result``'s verdict may be another candidate's doing: a wall-clock timeout on
+    any device; out of memory on a GPU, which the run's candidates share."""
+    if result.verdict is Verdict.TIMEOUT and WALL_CLOCK in result.detail:
+        return True
+    return result.verdict is Verdict.OUT_OF_MEMORY and result.device == "cuda"
+
+
+def mark(second: Result, first: Result) -> Result:
+    """The second evaluation, recording the first one's verdict and reason (``meta.rerun``)."""
+    second.meta["rerun"] = {"verdict": str(first.verdict), "detail": first.detail}
+    return second
