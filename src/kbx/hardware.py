@@ -75,6 +75,29 @@ class Peaks:
         compute_ms = flops / (max(self.tflops.values()) * 1e12) * 1e3
         return max(memory_ms, compute_ms)
 
+    def dtype_tflops(self, dtype: torch.dtype) -> float:
+        """The matmul peak of a case's dtype: fp16 and bf16 their own; float32 the better of
+        fp32 and tf32 (Triton's ``tl.dot`` takes tf32 by default); others the best peak."""
+        names = {torch.float16: ("fp16",), torch.bfloat16: ("bf16",)}
+        wanted = names.get(dtype, ("fp32", "tf32") if dtype == torch.float32 else ())
+        got = [self.tflops[n] for n in wanted if n in self.tflops]
+        return max(got) if got else max(self.tflops.values())
+
+    def efficiency(
+        self, bytes_moved: float, flops: float, dtype: torch.dtype, kernel_ms: float
+    ) -> dict[str, float]:
+        """A case's achieved bandwidth and FLOP/s as shares of this GPU's peaks for its dtype,
+        and its roofline floor at those peaks (``dtype_floor_ms``, for the SOL score)."""
+        peak = self.dtype_tflops(dtype)
+        memory_ms = bytes_moved / (self.bandwidth_gbs * 1e9) * 1e3
+        compute_ms = flops / (peak * 1e12) * 1e3
+        seconds = kernel_ms * 1e-3
+        return {
+            "bandwidth_share": bytes_moved / seconds / 1e9 / self.bandwidth_gbs,
+            "compute_share": flops / seconds / 1e12 / peak,
+            "dtype_floor_ms": max(memory_ms, compute_ms),
+        }
+
 
 def measure_peaks() -> Peaks:
     """A 1 GiB device copy and 8192^3 matmuls (fp32, tf32, fp16, bf16), best of several."""

@@ -13,6 +13,14 @@ from kbx.verdict import Verdict
 SCHEMA_VERSION = 2
 
 
+def sol_score(kernel_ms: float, eager_ms: float, sol_ms: float) -> float | None:
+    """SOL-ExecBench's score, 1 / (1 + (T_k - T_SOL) / (T_b - T_SOL)): 1 at the speed of light,
+    0.5 at the baseline's time, towards 0 slower; None where the baseline is at the floor."""
+    if eager_ms <= sol_ms:
+        return None
+    return 1.0 / (1.0 + (kernel_ms - sol_ms) / (eager_ms - sol_ms))
+
+
 @dataclass
 class CaseTiming:
     index: int
@@ -29,6 +37,9 @@ class CaseTiming:
     fresh_ms: float | None = None  # fastest call on never-seen contents (the reuse probe)
     seen_ms: float | None = None  # fastest call on seen contents made beside the probe's
     kernel_ci_ms: list[float] | None = None  # 95% interval of the median kernel_ms [low, high]
+    bandwidth_share: float | None = None  # achieved GB/s over the GPU's copy bandwidth
+    compute_share: float | None = None  # achieved TFLOP/s over the matmul peak of the dtype
+    dtype_floor_ms: float | None = None  # the roofline at the dtype's peak: SOL score's T_SOL
 
     @property
     def speedup(self) -> float:
@@ -42,6 +53,11 @@ class CaseTiming:
             return None
         low, high = self.kernel_ci_ms
         return self.eager_ms / high, self.eager_ms / low
+
+    @property
+    def sol_score(self) -> float | None:
+        """SOL-ExecBench's score against the roofline of the case's dtype (``hardware``)."""
+        return sol_score(self.kernel_ms, self.eager_ms, self.dtype_floor_ms or math.inf)
 
 
 @dataclass
@@ -87,7 +103,8 @@ class Result:
         out = asdict(self)
         out["verdict"] = str(self.verdict)
         out["cases"] = [
-            dict(asdict(c), speedup=c.speedup, speedup_ci=c.speedup_ci) for c in self.cases
+            dict(asdict(c), speedup=c.speedup, speedup_ci=c.speedup_ci, sol_score=c.sol_score)
+            for c in self.cases
         ]
         for key in ("method", "model", "round", "sample"):
             out[key] = self.meta.get(key)

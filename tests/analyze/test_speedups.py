@@ -79,6 +79,17 @@ def test_fast_p_with_95_percent_confidence_counts_the_interval_s_low_end():
     assert bare["fast_1"].value == 1.0 and bare["sure_1"].value == 0.0
 
 
+def test_efficiency_averages_the_sol_score_over_the_kernels_that_have_one():
+    table = hand_table([[4.0], [1.5]])
+    table["sol_score"], table["roofline_share"] = [0.8, np.nan], [0.5, np.nan]
+    rs = stats.resampler(table, 100)
+    row = speedups.efficiency(table, rs).row(method="m").stats
+    assert row["sol_score"].value == 0.8 and row["sol_share"].value == 0.5
+    assert row["sol_score"].n == 1  # the one task with a roofline
+    bare = hand_table([[4.0], [1.5]])
+    assert speedups.efficiency(bare, rs).rows[0].stats["sol_score"].n == 0
+
+
 def test_at_k_averages_tasks_and_caps_k():
     nan = float("nan")
     table = hand_table([[2.0, nan, nan], [nan, nan, nan]], samples=3)

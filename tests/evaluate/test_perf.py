@@ -4,11 +4,13 @@
 import threading
 
 import pytest
+import torch
 
 from kbx.evaluate import baselines as bl
 from kbx.evaluate import timing
 from kbx.evaluate.baselines import BaselineCache, Baselines
 from kbx.hardware import Peaks
+from kbx.result import CaseTiming, sol_score
 from kbx.suite import find
 from kbx.verdict import Reject, Verdict
 
@@ -246,3 +248,20 @@ def test_the_stage_fills_the_result_with_cases_speedups_and_lock_wait(monkeypatc
     assert (result.speedup, result.speedup_compile) == (2.0, 2.0)
     assert result.detail == "all match; 2x vs eager" and result.stage_s["baselines_wait"] == 0.0
     assert len(result.cases) == len(task.bench) and result.cases[0].floor_ms is not None
+
+
+def test_efficiency_is_measured_against_the_peak_of_the_case_s_dtype():
+    """float32 against the better of fp32 and tf32 (not bf16's, as the too_fast floor is),
+    bf16 against its own; the SOL score is 1 at the roofline and 0.5 at eager's time."""
+    peaks = Peaks(1000.0, {"fp32": 50.0, "tf32": 400.0, "fp16": 800.0, "bf16": 900.0})
+    got = peaks.efficiency(1e9, 1e12, torch.float32, kernel_ms=10.0)
+    assert got["bandwidth_share"] == pytest.approx(0.1)
+    assert got["compute_share"] == pytest.approx(0.25) and got["dtype_floor_ms"] == 2.5
+    assert peaks.floor_ms(1e9, 1e12) == pytest.approx(1e12 / 900e12 * 1e3)  # the best peak
+    assert peaks.efficiency(0, 9e11, torch.bfloat16, 1.0)["compute_share"] == pytest.approx(1.0)
+    assert sol_score(2.5, 20.0, 2.5) == 1.0 and sol_score(20.0, 20.0, 2.5) == 0.5
+    assert sol_score(10.0, 20.0, 2.5) == pytest.approx(1 / (1 + 7.5 / 17.5))
+    assert sol_score(10.0, 2.0, 2.5) is None  # eager already at the floor: no scale
+    case = CaseTiming(0, "x", 10.0, 20.0, 10, dtype_floor_ms=2.5)
+    assert case.sol_score == pytest.approx(0.7)
+    assert CaseTiming(0, "x", 10.0, 20.0, 10).sol_score is None

@@ -42,6 +42,8 @@ def compute(table: pd.DataFrame, resamples: int = 10_000, seed: int = 0) -> dict
         "fast_p": speedups.fast_p(table, rs),
         "fast_1_by_category": speedups.fast_p(table, rs, (1.0,), ("category", "method")),
         "at_k": speedups.at_k(table, rs, grid=(1.0,)),
+        "efficiency": speedups.efficiency(table, rs),
+        "efficiency_by_category": speedups.efficiency(table, rs, ("category", "method")),
     }
     if steps := dynamics.transitions(table, rs):
         out["transitions"] = steps

@@ -66,7 +66,30 @@ def record_row(rec: Mapping[str, Any], folder: str) -> dict[str, Any]:
         "eager_ms": sum(c["eager_ms"] for c in cases) if perf_ok and cases else math.nan,
         "gbs": max((c.get("achieved_gbs") or 0.0 for c in cases), default=math.nan),
         "tflops": max((c.get("achieved_tflops") or 0.0 for c in cases), default=math.nan),
+        "sol_score": case_mean(cases, sol) if perf_ok else math.nan,
+        "roofline_share": case_mean(cases, roofline_share) if perf_ok else math.nan,
     }
+
+
+def sol(case: Mapping[str, Any]) -> float | None:
+    """A case's SOL score (SOL-ExecBench's, against the roofline of its dtype), as recorded."""
+    value = case.get("sol_score")
+    return float(value) if isinstance(value, int | float) else None
+
+
+def roofline_share(case: Mapping[str, Any]) -> float | None:
+    """The share of the speed of light a case reached: its dtype's roofline over its time."""
+    floor, kernel = case.get("dtype_floor_ms"), case.get("kernel_ms")
+    if isinstance(floor, int | float) and isinstance(kernel, int | float) and kernel > 0:
+        return float(floor) / float(kernel)
+    return None
+
+
+def case_mean(cases: list[Mapping[str, Any]], value: Any) -> float:
+    """The mean of ``value`` over a record's cases; NaN unless every case has one (records of
+    runs before kbx kept them, and other harnesses')."""
+    got = [value(c) for c in cases]
+    return sum(got) / len(got) if got and all(v is not None for v in got) else math.nan
 
 
 def interval_end(rec: Mapping[str, Any], end: int) -> float:
@@ -159,7 +182,7 @@ def empty_table() -> pd.DataFrame:
     types = {"round": "int64", "sample": "int64", "verdict": object}
     types |= {c: bool for c in ("call_ok", "exe_ok", "perf_ok")}
     types |= {c: float for c in ("speedup", "speedup_low", "speedup_high", "kernel_ms")}
-    types |= {c: float for c in ("eager_ms", "gbs", "tflops")}
+    types |= {c: float for c in ("eager_ms", "gbs", "tflops", "sol_score", "roofline_share")}
     types |= {c: object for c in ("task_id", "method", "model", "gpu")}
     return pd.DataFrame({c: pd.Series(dtype=t) for c, t in types.items()})
 

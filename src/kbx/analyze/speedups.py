@@ -92,6 +92,34 @@ def fast_p(
     return Table(name="fast_p", n=n_tasks(table), labels=labels, rows=rows)
 
 
+def efficiency(
+    table: pd.DataFrame, rs: Resampler, by: Sequence[str] = ("method",), gpu: str | None = None
+) -> Table:
+    """Hardware efficiency of the final correct, timed kernels with a roofline: the mean SOL
+    score and the mean share of the speed of light, each over the tasks that have them."""
+    frame = outcomes(table, gpu)
+    if "sol_score" not in frame:
+        frame = frame.assign(sol_score=math.nan, roofline_share=math.nan)
+    has = frame["sol_score"].notna() & frame["roofline_share"].notna() & frame["perf_ok"]
+    frame = frame.assign(
+        has=has.astype(float),
+        sol=frame["sol_score"].where(has, 0.0),
+        share=frame["roofline_share"].where(has, 0.0),
+    )
+    specs: dict[str, Spec] = {
+        "sol_score": ("sol", "has", None),
+        "sol_share": ("share", "has", None),
+    }
+    labels = {
+        "sol_score": "mean SOL score, 1 / (1 + (T_k - T_SOL) / (T_eager - T_SOL)), T_SOL the "
+        "roofline at the peaks of the case's dtype (n = tasks with a timed, correct kernel)",
+        "sol_share": "mean share of the speed of light, T_SOL / T_k (same tasks)",
+    }
+    return Table(
+        name="efficiency", n=n_tasks(table), labels=labels, rows=group_rows(rs, frame, by, specs)
+    )
+
+
 def unbiased(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
     """1 - C(n-c, k) / C(n, k) per task (Chen et al. 2021), as a stable product; 1 if n-c < k."""
     out = np.ones(len(n))

@@ -160,6 +160,7 @@ def roofline(task: Task, index: int, kernel_ms: float, limits: Peaks) -> dict[st
         "floor_ms": floor,
         "achieved_gbs": moved / (kernel_ms * 1e-3) / 1e9,
         "achieved_tflops": flops / (kernel_ms * 1e-3) / 1e12,
+        **limits.efficiency(moved, flops, case.dtype, kernel_ms),
     }
 
 

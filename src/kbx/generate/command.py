@@ -45,7 +45,11 @@ def add_options(p: argparse.ArgumentParser) -> None:
         help="the OpenAI-compatible server, e.g. http://localhost:8000/v1 (default "
         "$OPENAI_BASE_URL; docs/design/generate.md has vLLM, SGLang, DeepSeek, OpenRouter)",
     )
-    p.add_argument("--model", metavar="ID", help="model id (default $KBX_MODEL, else the preset's)")
+    p.add_argument(
+        "--model",
+        metavar="ID",
+        help="model id (default: the preset's, or [client] model of --config)",
+    )
     p.add_argument(
         "--api-key-env",
         default="OPENAI_API_KEY",
@@ -75,7 +79,7 @@ def run_config(args: argparse.Namespace, device: str) -> RunConfig:
     client: dict[str, Any] = {"model": model, **data.get("client", {})}
     if url := args.base_url or os.environ.get("OPENAI_BASE_URL"):
         client["base_url"] = url
-    if chosen := args.model or os.environ.get("KBX_MODEL"):
+    if chosen := args.model:
         client["model"] = chosen
     method_data = {**method.model_dump(), **data.get("method", {})}
     if args.samples:
