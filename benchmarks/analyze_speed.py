@@ -13,7 +13,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import argparse  # noqa: E402
 import time  # noqa: E402
 
-from kbx.analyze import deviance, dynamics, speedups, spread, stats, synthetic  # noqa: E402
+from kbx.analyze import deviance, dynamics, fill, speedups, spread, stats, synthetic  # noqa: E402
 
 
 def analyze(table, resamples: int) -> dict[str, float]:
@@ -35,6 +35,8 @@ def analyze(table, resamples: int) -> dict[str, float]:
             speedups.slower_share(table, rs, by) for by in ((), ("method",), ("category",))
         ],
         "fast_p": lambda: speedups.fast_p(table, rs),
+        "fast_p_curve": lambda: speedups.fast_p(table, rs, fill.CURVE_P),
+        "efficiency": lambda: speedups.efficiency(table, rs),
         "at_k": lambda: speedups.at_k(table, rs, ks=(1, 5, 10), grid=(1.0,)),
         "deviance": lambda: deviance.deviance(table, rs),
         "dynamics": lambda: dynamics.transitions(table, rs),

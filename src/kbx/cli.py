@@ -95,8 +95,10 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if args.bootstrap < 1:
         return fail(f"--bootstrap {args.bootstrap}: want at least 1 resample")
     runs, kbx = [Path(r) for r in args.runs], Path(args.kernelbenchx) if args.kernelbenchx else None
+    if len(args.name) > len(runs):
+        return fail(f"{len(args.name)} --name for {len(runs)} RUN: at most one name per RUN")
     try:
-        analyze(runs, Path(args.out), args.bootstrap, args.seed, console, kbx)
+        analyze(runs, Path(args.out), args.bootstrap, args.seed, console, kbx, args.name)
     except NoInput as exc:
         return fail(str(exc))
     except OSError as exc:
@@ -246,6 +248,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="bootstrap resamples over tasks, within category (default 10000)",
     )
     a.add_argument("--seed", type=int, default=0, metavar="N", help="bootstrap seed (default 0)")
+    a.add_argument(
+        "--name",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="the method name of the n-th RUN's records (once per RUN, in order; default: what "
+        "the records say, else the folder's name)",
+    )
     a.add_argument(
         "--kernelbenchx",
         metavar="DIR",

@@ -75,13 +75,25 @@ def _speedups(rng: random.Random, n: int, mu: float = 0.0) -> list[float]:
 
 def _fast_p(p: float) -> dict[str, Any]:
     thresholds = [0.1 * 1.25**k for k in range(25)]
-    return {"p": thresholds, "share": [p / (1 + (t / 0.9) ** 2.5) for t in thresholds]}
+    share = [p / (1 + (t / 0.9) ** 2.5) for t in thresholds]
+    return {
+        "p": thresholds,
+        "share": share,
+        "lo": [max(0.0, v - 0.06) for v in share],
+        "hi": [min(1.0, v + 0.06) for v in share],
+    }
 
 
 def _rounds() -> list[dict[str, Any]]:
     exe = [0.45, 0.6, 0.67, 0.7]
     return [
-        {"round": k, "call_rate": min(1.0, e + 0.2), "exe_rate": e, "mean_speedup": 0.9 - 0.05 * k}
+        {
+            "round": k,
+            "call_rate": min(1.0, e + 0.2),
+            "exe_rate": e,
+            "mean_speedup": 0.9 - 0.05 * k,
+            "exe": _interval(e, 184),
+        }
         for k, e in enumerate(exe)
     ]
 

@@ -113,3 +113,21 @@ def test_analyze_errors_are_one_line_and_exit_2(tmp_path, capsys):
     write_run(tmp_path / "blank", [])
     assert main(["analyze", str(tmp_path / "blank"), "--out", out]) == 2
     assert len(capsys.readouterr().out.strip().splitlines()) == 1
+
+
+def test_names_label_the_runs_in_order(tmp_path, capsys):
+    """`--name` gives the n-th run its method name (two copies of one run become two methods);
+    more names than runs is a one-line error."""
+    runs = []
+    for folder in ("first", "second"):
+        (tmp_path / folder).mkdir()
+        shutil.copy(GPU_RUN, tmp_path / folder / "results.jsonl")
+        runs.append(str(tmp_path / folder))
+    out = tmp_path / "out"
+    args = ["analyze", *runs, "--out", str(out), "--bootstrap", "50", "--name", "eager-ref"]
+    assert main(args) == 0
+    doc = json.loads((out / "analysis.json").read_text())
+    assert set(doc["report"]["rates"]) == {"eager-ref", "second"}
+    assert "eager-ref, second" in doc["report"]["title"]
+    assert main([*args, "--name", "b", "--name", "c"]) == 2
+    assert "at most one name per RUN" in capsys.readouterr().out

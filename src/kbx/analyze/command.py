@@ -43,15 +43,18 @@ def analyze(
     seed: int = 0,
     console: Console | None = None,
     kernelbenchx: Path | None = None,
+    names: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Writes OUTPUTS to ``out`` (and the released harness's files to ``kernelbenchx``) and
-    returns analysis.json's content; raises NoInput."""
+    returns analysis.json's content; ``names``: the method of the first inputs' records, in
+    order; raises NoInput."""
     check_inputs(inputs)
-    table = load.load(inputs)
+    table = load.load(inputs, names=names)
     if table.empty:
         raise NoInput(f"no records of a suite task in {', '.join(map(str, inputs))}")
     st = fill.compute(table, resamples, seed)
-    title = "kbx analysis: " + ", ".join(p.name for p in inputs)
+    labels = list(names) + [p.name for p in inputs][len(names) :]
+    title = "kbx analysis: " + ", ".join(labels)
     results = fill.results(table, st, title)
     doc = {
         "schema_version": SCHEMA_VERSION,

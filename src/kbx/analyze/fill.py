@@ -41,6 +41,7 @@ def compute(table: pd.DataFrame, resamples: int = 10_000, seed: int = 0) -> dict
         "slower_share_pooled": speedups.slower_share(table, rs),
         "fast_p": speedups.fast_p(table, rs),
         "fast_1_by_category": speedups.fast_p(table, rs, (1.0,), ("category", "method")),
+        "fast_p_curve": speedups.fast_p(table, rs, CURVE_P),
         "at_k": speedups.at_k(table, rs, grid=(1.0,)),
         "efficiency": speedups.efficiency(table, rs),
         "efficiency_by_category": speedups.efficiency(table, rs, ("category", "method")),
@@ -89,7 +90,7 @@ def results(table: pd.DataFrame, st: dict[str, Any], title: str) -> AnalysisResu
         rates=method_rates(st, methods),
         by_category=cells(table, st, categories, methods),
         speedups=category_speedups(table, categories),
-        fast_p={m: curve(table, m) for m in methods},
+        fast_p={m: curve(table, st, m) for m in methods},
         slower_share={
             m: iv for m in methods if (iv := interval(slower.get((m,), {}).get("slower")))
         },
@@ -143,13 +144,21 @@ def category_speedups(table: pd.DataFrame, categories: list[str]) -> dict[str, l
     return {c: [float(s) for s in ok.loc[ok["category"] == c, "speedup"]] for c in categories}
 
 
-def curve(table: pd.DataFrame, method: str) -> FastPCurve:
-    """fast_p of ``method``'s final outcomes at each threshold of CURVE_P (point estimates)."""
+def curve(table: pd.DataFrame, st: dict[str, Any], method: str) -> FastPCurve:
+    """fast_p of ``method``'s final outcomes at each threshold of CURVE_P, with the intervals of
+    ``compute``'s ``fast_p_curve`` where it has them."""
     frame = stats.outcomes(table)
     frame = frame[frame["method"] == method]
     s = timed(frame)["speedup"].to_numpy(float)
     n = max(1, int(frame["task_id"].nunique()))
-    return FastPCurve(p=CURVE_P, share=[float((s > p).sum()) / n for p in CURVE_P])
+    shares = [float((s > p).sum()) / n for p in CURVE_P]
+    row = index(st["fast_p_curve"]).get((method,), {}) if "fast_p_curve" in st else {}
+    ends = [row.get(f"fast_{p:g}") for p in CURVE_P]
+    if not all(e is not None and math.isfinite(e.lo) and math.isfinite(e.hi) for e in ends):
+        return FastPCurve(p=CURVE_P, share=shares)
+    lo = [min(max(e.lo, 0.0), v) for e, v in zip(ends, shares, strict=True) if e]
+    hi = [max(min(e.hi, 1.0), v) for e, v in zip(ends, shares, strict=True) if e]
+    return FastPCurve(p=CURVE_P, share=shares, lo=lo, hi=hi)
 
 
 def iterative(table: pd.DataFrame, methods: list[str]) -> list[str]:
@@ -172,6 +181,7 @@ def rounds(table: pd.DataFrame, st: dict[str, Any], methods: list[str]) -> dict[
                     call_rate=share(row.get("call")),
                     exe_rate=share(row.get("exe")),
                     mean_speedup=float(np.exp(np.log(s).mean())) if len(s) else None,
+                    exe=interval(row.get("exe")),
                 )
             )
     return out

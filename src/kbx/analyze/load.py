@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +24,20 @@ def suite_tasks(tasks_dir: Path = TASKS_DIR) -> pd.Series:
     return pd.Series([i.split("/")[0] for i in ids], index=pd.Index(ids, name="task_id"))
 
 
-def load(paths: Iterable[Path], suite: pd.Series | None = None) -> pd.DataFrame:
-    """Every kbx run folder (``results.jsonl``) and KernelBench-X metrics folder in ``paths``."""
+def load(
+    paths: Iterable[Path], suite: pd.Series | None = None, names: Sequence[str] = ()
+) -> pd.DataFrame:
+    """Every kbx run folder (``results.jsonl``) and KernelBench-X metrics folder in ``paths``;
+    the i-th of ``names``, where given, is the method of the i-th path's rows."""
     rows: list[dict[str, Any]] = []
-    for path in map(Path, paths):
+    for i, path in enumerate(map(Path, paths)):
         if (path / "results.jsonl").exists() or path.name == "results.jsonl":
-            rows += kbx_rows(path)
+            got = kbx_rows(path)
         else:
-            rows += kbx_tree_rows(path)
+            got = kbx_tree_rows(path)
+        if i < len(names):
+            got = [dict(row, method=names[i]) for row in got]
+        rows += got
     return complete(pd.DataFrame(rows), suite_tasks() if suite is None else suite)
 
 

@@ -118,6 +118,10 @@ def fast_p(results: AnalysisResults) -> Figure:
     colors = method_colors(results)
     for method, curve in results.fast_p.items():
         ax.step(curve.p, curve.share, where="post", color=colors[method], label=method)
+        if curve.lo:  # the 95% band of each share
+            ax.fill_between(
+                curve.p, curve.lo, curve.hi, step="post", color=colors[method], alpha=0.2, lw=0
+            )
     _speedup_axis(ax, "x")
     ax.set_ylim(0, 1)
     ax.set_xlabel("speedup threshold p (log)")
@@ -134,6 +138,10 @@ def rounds(results: AnalysisResults) -> Figure:
     for method, rs in results.rounds.items():
         xs = [r.round for r in rs]
         left.plot(xs, [r.exe_rate for r in rs], "o-", color=colors[method], label=f"{method} exe")
+        if all(r.exe for r in rs):  # the exe rate's 95% interval per round
+            lows = [r.exe.lo for r in rs if r.exe]
+            highs = [r.exe.hi for r in rs if r.exe]
+            left.fill_between(xs, lows, highs, color=colors[method], alpha=0.15, lw=0)
         left.plot(xs, [r.call_rate for r in rs], "o:", color=colors[method], label=f"{method} call")
         timed = [(r.round, r.mean_speedup) for r in rs if r.mean_speedup is not None]
         if timed:

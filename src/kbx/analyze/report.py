@@ -42,11 +42,12 @@ PLOTS = (
          "Speedups of the correct candidates over PyTorch eager; the dashed line is 1x. "
          "Categories with no correct candidate are left out.", plots.speedups_by_category),
     Plot("fast-p", "fast_p curves",
-         "Share of tasks whose candidate is correct and at least p times faster than eager.",
+         "Share of tasks whose candidate is correct and at least p times faster than eager; "
+         "the bands are 95% intervals (bootstrap over tasks).",
          plots.fast_p, lambda r: bool(r.fast_p)),
     Plot("rounds", "Iteration dynamics",
-         "Per refinement round: call and exe rates (left) and the geometric mean speedup of the "
-         "round's correct candidates (right).", plots.rounds, lambda r: bool(r.rounds)),
+         "Per refinement round: call and exe rates (left; the band: the exe rate's 95% "
+         "interval) and the geometric mean speedup of the round's correct candidates (right).", plots.rounds, lambda r: bool(r.rounds)),
     Plot("rescue", "Rescued vs persistent",
          "Speedups of tasks made correct only after round 0 (rescued) beside those correct from "
          "the first attempt on (persistent).", plots.rescue,

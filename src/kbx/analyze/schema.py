@@ -56,6 +56,8 @@ class FastPCurve(_Frozen):
 
     p: list[float]
     share: list[float]
+    lo: list[float] = []  # the 95% interval of each share (bootstrap over tasks), when computed
+    hi: list[float] = []
 
     @model_validator(mode="after")
     def _aligned(self) -> Self:
@@ -63,6 +65,8 @@ class FastPCurve(_Frozen):
             raise ValueError("fast_p needs as many shares as thresholds, and at least one")
         if any(not 0.0 <= s <= 1.0 for s in self.share):
             raise ValueError("fast_p shares must lie in [0, 1]")
+        if self.lo and (len(self.lo) != len(self.p) or len(self.hi) != len(self.p)):
+            raise ValueError("fast_p intervals need one end per threshold")
         return self
 
 
@@ -73,6 +77,7 @@ class Round(_Frozen):
     call_rate: Share
     exe_rate: Share
     mean_speedup: Positive | None = None  # geometric mean over the round's correct candidates
+    exe: Interval | None = None  # the exe rate with its 95% interval
 
 
 class Rescue(_Frozen):
