@@ -47,7 +47,8 @@ PLOTS = (
          plots.fast_p, lambda r: bool(r.fast_p)),
     Plot("rounds", "Iteration dynamics",
          "Per refinement round: call and exe rates (left; the band: the exe rate's 95% "
-         "interval) and the geometric mean speedup of the round's correct candidates (right).", plots.rounds, lambda r: bool(r.rounds)),
+         "interval) and the geometric mean speedup of the round's correct candidates (right).",
+         plots.rounds, lambda r: bool(r.rounds)),
     Plot("rescue", "Rescued vs persistent",
          "Speedups of tasks made correct only after round 0 (rescued) beside those correct from "
          "the first attempt on (persistent).", plots.rescue,
