@@ -37,6 +37,7 @@ class CaseTiming:
     fresh_ms: float | None = None  # fastest call on never-seen contents (the reuse probe)
     seen_ms: float | None = None  # fastest call on seen contents made beside the probe's
     kernel_ci_ms: list[float] | None = None  # 95% interval of the median kernel_ms [low, high]
+    eager_ci_ms: list[float] | None = None  # the same of eager_ms, where the cache kept it
     bandwidth_share: float | None = None  # achieved GB/s over the GPU's copy bandwidth
     compute_share: float | None = None  # achieved TFLOP/s over the matmul peak of the dtype
     dtype_floor_ms: float | None = None  # the roofline at the dtype's peak: SOL score's T_SOL
@@ -47,12 +48,14 @@ class CaseTiming:
 
     @property
     def speedup_ci(self) -> tuple[float, float] | None:
-        """The speedup at the two ends of the kernel's interval (the eager baseline's median
-        taken as it is: its own interval is not kept in the baseline cache)."""
+        """The speedup's interval: the slowest eager over the fastest kernel and the other way
+        round, from the two medians' 95% intervals (eager's median taken as it is where the
+        baseline cache holds no interval for it)."""
         if not self.kernel_ci_ms or min(self.kernel_ci_ms) <= 0:
             return None
         low, high = self.kernel_ci_ms
-        return self.eager_ms / high, self.eager_ms / low
+        eager_low, eager_high = self.eager_ci_ms or (self.eager_ms, self.eager_ms)
+        return eager_low / high, eager_high / low
 
     @property
     def sol_score(self) -> float | None:

@@ -91,6 +91,41 @@ class Fixed:
     def ms(self, task, kinds, lock_path, gpu=None, core=None):
         return {(i, "eager"): self.value for i in range(len(task.bench))}
 
+    def interval(self, task, index, kind="eager"):
+        return None
+
+
+class WithInterval(Fixed):
+    """Baselines whose eager medians carry a +-10% interval."""
+
+    def interval(self, task, index, kind="eager"):
+        return [0.9 * self.value, 1.1 * self.value]
+
+
+def test_a_baseline_s_interval_is_kept_beside_its_median(tmp_path, monkeypatch):
+    """The worker's interval ends are cached under keys of their own, so a later run finds
+    them; a baseline cached without them has no interval (and is not measured again)."""
+    task = find("Math/rsqrt")
+    monkeypatch.setattr(bl, "baseline_key", lambda t, i, k: f"{t.id}|{i}|{k}")
+
+    def in_worker(task_, wanted, lock, gpu, core=None):
+        got = {(i, k): 2.0 for i, k in wanted}
+        got.update(
+            {(i, f"{k}_lo"): 1.8 for i, k in wanted} | {(i, f"{k}_hi"): 2.2 for i, k in wanted}
+        )
+        return got, 0.0
+
+    monkeypatch.setattr(bl, "in_worker", in_worker)
+    with Baselines(tmp_path / "b.sqlite") as first:
+        assert first.ms(task, ("eager",), None) == {
+            (i, "eager"): 2.0 for i in range(len(task.bench))
+        }
+        assert first.interval(task, 0) == [1.8, 2.2]
+    monkeypatch.setattr(bl, "in_worker", fake_worker([]))
+    with Baselines(tmp_path / "b.sqlite") as again:
+        assert again.interval(task, 1) == [1.8, 2.2]  # from the cache file
+        assert again.interval(task, 0, "compile") is None
+
 
 def test_a_malformed_timing_report_is_forbidden_not_a_harness_error():
     """Timings come from the candidate's process: garbage there is the candidate's doing."""
@@ -150,6 +185,9 @@ def test_each_speedup_carries_the_interval_of_its_kernel_time():
     assert cases[0].speedup_ci == pytest.approx((1.6, 2.5))
     assert timing.speedup_ci(cases) == pytest.approx([1.6, 2.5])
     assert cases[0].speedup_ci[0] < speedup < cases[0].speedup_ci[1]
+    widened = timing.speedups(task, reports, WithInterval(1.0), None, ("eager",))[0]
+    assert widened[0].eager_ci_ms == [0.9, 1.1]
+    assert widened[0].speedup_ci == pytest.approx((0.9 / 0.625, 1.1 / 0.4))
     for r in reports:
         del r["ci_low_ms"], r["ci_high_ms"]
     cases, _, _ = timing.speedups(task, reports, Fixed(1.0), None, ("eager",))
@@ -241,6 +279,7 @@ def test_the_stage_fills_the_result_with_cases_speedups_and_lock_wait(monkeypatc
         },
     )
     monkeypatch.setattr(Baselines, "peaks", lambda self, lock, core=None: Peaks(1e9, {"fp32": 1e9}))
+    monkeypatch.setattr(Baselines, "interval", lambda self, t, i, kind="eager": [1.5, 2.5])
     cfg = EvalConfig(device="cuda", baseline_cache=tmp_path / "b.sqlite")
     result = Result.of(Candidate("s", task.id, "x"), "cuda", Verdict.PASSED, "all match", "done")
     reports = [{"median_ms": 1.0, "reps": 10, "fresh_ms": 1.0} for _ in task.bench]
@@ -248,6 +287,8 @@ def test_the_stage_fills_the_result_with_cases_speedups_and_lock_wait(monkeypatc
     assert (result.speedup, result.speedup_compile) == (2.0, 2.0)
     assert result.detail == "all match; 2x vs eager" and result.stage_s["baselines_wait"] == 0.0
     assert len(result.cases) == len(task.bench) and result.cases[0].floor_ms is not None
+    assert result.cases[0].eager_ci_ms == [1.5, 2.5]
+    assert result.speedup_ci is None  # these reports give the kernel's median no interval
 
 
 def test_efficiency_is_measured_against_the_peak_of_the_case_s_dtype():

@@ -1,7 +1,8 @@
 """The trusted process that times the PyTorch baselines (eager, ``torch.compile``) of one task.
 
 Runs as a process of its own, never in the parent: ``python -m kbx.evaluate.baseline_worker
-TASK_ID KINDS CASES LOCK [CORE]`` prints one JSON object ``{"<case>:<kind>": ms or null}``, and
+TASK_ID KINDS CASES LOCK [CORE]`` prints one JSON object ``{"<case>:<kind>": ms or null}`` (with
+``"<case>:<kind>_lo"`` and ``_hi``, the ends of the median's 95% interval), and
 with ``--serve`` it answers such requests one per line (``compile_pool``), task after task.
 torch.compile's tracing is neither thread-safe nor free of the GIL, and eager's timed calls in
 the parent waited on the GIL behind its job threads (``baselines.in_worker``); a process per task
@@ -21,6 +22,7 @@ import torch
 
 from kbx.evaluate.benchtime import time_case
 from kbx.evaluate.childenv import process_cpu_s
+from kbx.evaluate.clock import Timing
 from kbx.evaluate.tensors import fresh_arguments, full_fp32
 from kbx.runtime import gpuwait
 from kbx.runtime.gpulock import exclusive, holding, locked, shared
@@ -36,8 +38,8 @@ def measure(
     lock: str | None,
     inputs: Inputs | None = None,
     core: int | None = None,
-) -> float | None:
-    """Median ms of one baseline on one benchmark case, with the candidates' timing engine.
+) -> Timing | None:
+    """One baseline on one benchmark case, timed with the candidates' timing engine.
 
     torch.compile compiles on a first call without the lock (seconds of CPU), then runs its
     graph under an exclusive hold (``compiled``).  Both kinds warm up
@@ -70,7 +72,7 @@ def measure(
         if kind == "eager":
             raise
         return None
-    return timing.median_ms
+    return timing
 
 
 def compiled(reference: Callable[..., Any], lock: str | None) -> Callable[..., Any]:
@@ -121,7 +123,13 @@ def measure_all(
     for index in (int(i) for i in cases.split(",")):
         inputs = case_inputs(task, index, lock or None)
         for kind in kinds.split(","):
-            out[f"{index}:{kind}"] = measure(task, index, kind, lock or None, inputs, timing_core)
+            timing = measure(task, index, kind, lock or None, inputs, timing_core)
+            out[f"{index}:{kind}"] = timing.median_ms if timing else None
+            if timing is not None:  # the median's 95% interval (``baselines.interval``)
+                out[f"{index}:{kind}_lo"], out[f"{index}:{kind}_hi"] = (
+                    timing.ci_low_ms,
+                    timing.ci_high_ms,
+                )
         del inputs
     return out
 

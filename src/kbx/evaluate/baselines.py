@@ -127,7 +127,10 @@ def in_worker(
             raise RuntimeError(f"baseline process for {task.id} failed: {reply['error']}"[:400])
         found = reply.get("ok") or {}
         cpu_s = float(reply.get("cpu_s") or 0.0)
-    return {(i, k): found[f"{i}:{k}"] for i, k in wanted}, cpu_s
+    ends = [(i, f"{k}{end}") for i, k in wanted for end in ("_lo", "_hi")]
+    got: Measured = {(i, k): found[f"{i}:{k}"] for i, k in wanted}
+    got.update({(i, k): found[f"{i}:{k}"] for i, k in ends if f"{i}:{k}" in found})
+    return got, cpu_s
 
 
 def compile_once(request: dict[str, str], env: dict[str, str]) -> dict[str, float | None]:
@@ -186,10 +189,26 @@ class Baselines:
                 with self.lock:
                     self.worker_cpu_s += cpu_s
                 for pair, ms in measured.items():
+                    key = keys.get(pair) or baseline_key(task, *pair)  # or an interval's end
                     if self.cache:
-                        self.cache.put(keys[pair], ms)
-                    got[pair] = self.memory[keys[pair]] = ms
+                        self.cache.put(key, ms)
+                    self.memory[key] = ms
+                    if pair in keys:
+                        got[pair] = ms
             return got
+
+    def interval(self, task: Task, index: int, kind: str = "eager") -> list[float] | None:
+        """The 95% interval of a baseline's median, where its measurement kept one (from memory
+        or the cache; never measured for this: baselines cached before kbx kept intervals have
+        none)."""
+        ends = []
+        for end in ("_lo", "_hi"):
+            key = baseline_key(task, index, kind + end)
+            found, ms = (True, self.memory[key]) if key in self.memory else self.cached(key)
+            if not found or ms is None:
+                return None
+            ends.append(float(ms))
+        return ends
 
     def cached(self, key: str) -> tuple[bool, float | None]:
         return self.cache.get(key) if self.cache else (False, None)

@@ -89,6 +89,8 @@ def speedups(
         raise Reject(Verdict.CRASHED, f"timed {len(timings)} of {len(task.bench)} benchmark cases")
     base = baselines.ms(task, kinds, lock_path, gpu, core)
     cases = [case_timing(task, i, t, base, limits) for i, t in enumerate(timings)]
+    for case in cases:
+        case.eager_ci_ms = baselines.interval(task, case.index)
     vs_compile = None
     if all(c.compile_ms for c in cases):
         vs_compile = geometric_mean([c.compile_ms / c.kernel_ms for c in cases])  # type: ignore[operator]
