@@ -62,6 +62,7 @@ def test_geak_end_to_end(server: FakeServer, evaluator: Evaluator, tmp_path: Pat
     # per task: 2 generate + 2 score + 2 reflect calls per round, debug rounds redo failing slots
     assert manifest["cost"]["total"]["calls"] == 3 * 3 * 6
     assert manifest["config"]["method"]["candidates"] == 2
+    assert manifest["cost"]["total"]["eval_cpu_s"] > 0  # the sandboxed children's CPU time
 
     in_loop = {e["code"]: e["outcome"]["verdict"] for e in events(out, "eval")}
     final = eval_verdicts(out / "round_2.jsonl", evaluator, tmp_path / "eval")

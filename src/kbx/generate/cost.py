@@ -30,7 +30,8 @@ class Cost:
     clamped_calls: int = 0  # max_tokens cut to the server's cap
     eval_runs: int = 0  # evaluator runs, outcomes from the cache apart
     eval_cached: int = 0
-    eval_s: float = 0.0  # evaluator wall seconds on the run's device
+    eval_s: float = 0.0  # evaluator wall seconds on the run's device (a GPU's: its GPU time)
+    eval_cpu_s: float = 0.0  # CPU seconds of the candidates' sandboxed processes
 
     def add(self, other: Cost) -> None:
         for key, value in asdict(other).items():

@@ -32,6 +32,7 @@ class Outcome(BaseModel):
     stage: str
     speedup: float | None
     duration_s: float
+    cpu_s: float = 0.0  # the candidate's child processes' CPU seconds
     feedback: Feedback
     cached: bool = False
 
@@ -54,6 +55,7 @@ def outcome_of(result: Result, code: str) -> Outcome:
         stage=result.stage,
         speedup=result.speedup,
         duration_s=result.duration_s,
+        cpu_s=float(result.stage_s.get("child_cpu", 0.0)),
         feedback=feedback(result),
     )
 

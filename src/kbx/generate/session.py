@@ -65,6 +65,7 @@ class Session:
             cost.eval_cached += outcome.cached
             cost.eval_runs += not outcome.cached
             cost.eval_s += 0.0 if outcome.cached else outcome.duration_s
+            cost.eval_cpu_s += 0.0 if outcome.cached else outcome.cpu_s
             self.trace.event("eval", task_id, code=code, outcome=outcome.model_dump())
         return outcomes
 
