@@ -65,3 +65,17 @@ def test_kbx_eval_runs_on_a_ray_backend(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert records and {r["verdict"] for r in records} == {"mismatch"}
+
+
+def test_kbx_serve_evaluates_on_a_ray_backend(tmp_path: Path) -> None:
+    from kbx.client import Client
+    from tests.serve.live import Server
+
+    server = Server(tmp_path / "state", ["--backend", "ray"]).start()
+    try:
+        with Client(server.url) as client:
+            assert client.request("GET", "/healthz")["backend"] == "ray"
+            jobs = client.evaluate([(task, code) for task, code in SLICE[:2]])
+    finally:
+        server.stop()
+    assert [job["result"]["verdict"] for job in jobs] == ["passed", "no_triton"]

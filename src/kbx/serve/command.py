@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import logging
-from pathlib import Path
 
 from kbx.terminal import console, fail
 
@@ -16,7 +14,7 @@ def add_serve(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
     about = "serve evaluations over HTTP for RL trainers: batches in, verdicts out"
     s = sub.add_parser("serve", help=about, description=about + " (docs/design/serve.md)")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    s.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free one)")
+    s.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     s.add_argument("--device", choices=("cuda", "cpu"), help="default: cuda when a GPU is visible")
     s.add_argument(
         "--state",
@@ -35,9 +33,23 @@ def add_serve(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
     s.add_argument(
         "--jobs", type=int, metavar="N", help="jobs in flight (default: the Evaluator's)"
     )
-    s.add_argument("--max-code-bytes", type=int, default=64 * 1024, metavar="B")
-    s.add_argument("--max-batch", type=int, default=256, metavar="N")
-    s.add_argument("--max-queue", type=int, default=10_000, metavar="N")
+    s.add_argument(
+        "--max-code-bytes",
+        type=int,
+        default=64 * 1024,
+        metavar="B",
+        help="largest candidate accepted (default 65536; larger: 413)",
+    )
+    s.add_argument(
+        "--max-batch", type=int, default=256, metavar="N", help="items a POST (default 256; 413)"
+    )
+    s.add_argument(
+        "--max-queue",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="jobs waiting at most (default 10000; past it 429 with Retry-After)",
+    )
     from kbx.run.backends import add_backend_options
 
     add_backend_options(s)
@@ -67,10 +79,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         app, port = build_app(options)
     except ValueError as exc:  # a bad tokens file, config, device or backend
         return fail(str(exc))
-    logging.getLogger("kbx.serve").info("kbx serve on %s:%s", args.host, port)
     console.print(f"kbx serve: http://{args.host}:{port} (docs: /docs)", highlight=False)
     uvicorn.run(app, host=args.host, port=port, log_level="warning")
     return 0
-
-
-__all__ = ["add_serve", "cmd_serve", "Path"]
