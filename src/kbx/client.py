@@ -14,17 +14,20 @@ its jobs in the order given, once all are done:
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import httpx
 
 RETRY_STATUS = (429, 502, 503, 504)
 Item = dict[str, Any] | tuple[str, str]  # an item of POST /v1/evaluations, or (task_id, code)
+H = TypeVar("H", httpx.Client, httpx.AsyncClient)
+Sent = tuple[httpx.Response | None, httpx.TransportError | None]  # a response, or why none came
 
 
 class ServeError(RuntimeError):
@@ -47,8 +50,9 @@ def body(batch: Sequence[Item], tier: str, priority: int) -> dict[str, Any]:
     return {"items": out, "batch_id": uuid.uuid4().hex}
 
 
-def checked(response: httpx.Response) -> Any:
+def checked(response: httpx.Response | None) -> Any:
     """The JSON of a successful response; a ``ServeError`` with the server's message else."""
+    assert response is not None  # ``Retry.pause_s`` raises the error of a request without one
     if response.status_code >= 400:
         try:
             message = response.json().get("detail", response.text)
@@ -105,8 +109,9 @@ def stream_path(batch_id: str) -> str:
     return f"/v1/batches/{batch_id}/stream"
 
 
-class Client:
-    """``kbx serve`` at ``url``, with bearer ``token``, retrying by ``retry``."""
+class Connection(Generic[H]):
+    """``kbx serve`` at ``url``, with bearer ``token``, retrying by ``retry``; ``transport``
+    replaces httpx's (a mock in tests)."""
 
     def __init__(
         self,
@@ -114,24 +119,33 @@ class Client:
         token: str | None = None,
         retry: Retry = Retry(),
         timeout_s: float = 60.0,
-        transport: httpx.BaseTransport | None = None,
+        transport: Any = None,
     ) -> None:
-        self.http = httpx.Client(**settings(url, token, timeout_s), transport=transport)
         self.retry = retry
+        self.http: H = self.connect(settings(url, token, timeout_s), transport)
+
+    def connect(self, options: dict[str, Any], transport: Any) -> H:
+        raise NotImplementedError
+
+
+class Client(Connection[httpx.Client]):
+    """The synchronous client."""
+
+    def connect(self, options: dict[str, Any], transport: Any) -> httpx.Client:
+        return httpx.Client(**options, transport=transport)
+
+    def send(self, method: str, path: str, kwargs: dict[str, Any]) -> Sent:
+        try:
+            return self.http.request(method, path, **kwargs), None
+        except httpx.TransportError as exc:
+            return None, exc
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
-        attempt = 0
-        while True:
-            response, error = None, None
-            try:
-                response = self.http.request(method, path, **kwargs)
-            except httpx.TransportError as exc:
-                error = exc
-            pause = self.retry.pause_s(attempt, response, error)
-            if pause is None and response is not None:
+        for attempt in itertools.count():
+            response, error = self.send(method, path, kwargs)
+            if (pause := self.retry.pause_s(attempt, response, error)) is None:
                 return checked(response)
-            time.sleep(pause or 0.0)
-            attempt += 1
+            time.sleep(pause)
 
     def submit(self, batch: Sequence[Item], tier: str = "quick", priority: int = 0) -> Any:
         """The accepted batch: ``{"batch_id", "ids", "cached"}``."""
@@ -179,33 +193,24 @@ class Client:
         self.close()
 
 
-class AsyncClient:
+class AsyncClient(Connection[httpx.AsyncClient]):
     """``Client`` for asyncio."""
 
-    def __init__(
-        self,
-        url: str,
-        token: str | None = None,
-        retry: Retry = Retry(),
-        timeout_s: float = 60.0,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
-        self.http = httpx.AsyncClient(**settings(url, token, timeout_s), transport=transport)
-        self.retry = retry
+    def connect(self, options: dict[str, Any], transport: Any) -> httpx.AsyncClient:
+        return httpx.AsyncClient(**options, transport=transport)
+
+    async def send(self, method: str, path: str, kwargs: dict[str, Any]) -> Sent:
+        try:
+            return await self.http.request(method, path, **kwargs), None
+        except httpx.TransportError as exc:
+            return None, exc
 
     async def request(self, method: str, path: str, **kwargs: Any) -> Any:
-        attempt = 0
-        while True:
-            response, error = None, None
-            try:
-                response = await self.http.request(method, path, **kwargs)
-            except httpx.TransportError as exc:
-                error = exc
-            pause = self.retry.pause_s(attempt, response, error)
-            if pause is None and response is not None:
+        for attempt in itertools.count():
+            response, error = await self.send(method, path, kwargs)
+            if (pause := self.retry.pause_s(attempt, response, error)) is None:
                 return checked(response)
-            await asyncio.sleep(pause or 0.0)
-            attempt += 1
+            await asyncio.sleep(pause)
 
     async def submit(self, batch: Sequence[Item], tier: str = "quick", priority: int = 0) -> Any:
         return await self.request("POST", "/v1/evaluations", json=body(batch, tier, priority))

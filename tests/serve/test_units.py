@@ -3,6 +3,7 @@ tiers' Evaluator settings; the tokens file."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,19 @@ def test_tokens_are_kept_hashed_and_checked(tmp_path: Path) -> None:
     path.write_text("# none\n")
     with pytest.raises(TokenError, match="no tokens"):
         Tokens.read(path)
+
+
+def test_the_thorough_knobs_reach_the_child_and_tighten_the_timing() -> None:
+    from kbx.config import EvalConfig
+    from kbx.evaluate import childenv, clock
+
+    tuning = profile("thorough", "cuda", Tuning()).tuning
+    child = childenv.settings(EvalConfig(device="cuda", tuning=tuning))
+    assert (child.rel_ci, child.budget_ms) == (tuning.timing_rel_ci, tuning.timing_budget_ms)
+
+    def reps(rel_ci: float) -> int:
+        rng = random.Random(0)  # a clock with 10% noise, in ms
+        timing = clock.measure([lambda: None], lambda call: rng.gauss(1.0, 0.1), rel_ci=rel_ci)
+        return timing.reps
+
+    assert reps(0.1) == 10 < reps(0.01) < reps(THOROUGH_REL_CI)  # tighter: more calls
