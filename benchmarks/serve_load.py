@@ -62,7 +62,8 @@ def corpus(folder: Path, classes: tuple[str, ...], kind: str) -> list[dict[str, 
 
 
 def pool(distinct: int, seed: int) -> list[dict[str, Any]]:
-    """``distinct`` candidates: half honest, a quarter failing, a quarter hostile."""
+    """Up to ``distinct`` candidates: a quarter failing and a quarter hostile (as many as the
+    corpora hold: 15 and 14), the rest honest."""
     reference = ROOT / "solutions" / "reference" / "Activation"
     honest = []
     for i in range(distinct):
