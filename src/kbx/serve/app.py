@@ -8,6 +8,7 @@ and the docs do not.  Results stream as NDJSON (or server-sent events with
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -20,13 +21,15 @@ from kbx.serve.auth import Tokens
 from kbx.serve.schemas import BatchAccepted, Evaluation, EvaluationBatch, TaskInfo
 from kbx.serve.service import Refused, Service
 
+log = logging.getLogger("kbx.serve")
 STREAM_POLL_S = 0.2  # how often a stream looks for newly finished jobs of its batch
 
 
 def create_app(service: Service, tokens: Tokens | None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        service.start()
+        if requeued := service.start():
+            log.warning("kbx serve: %d jobs left running by the last server queued again", requeued)
         yield
         service.stop()
 

@@ -31,7 +31,6 @@ class ServeOptions(BaseModel):
     state: Path = Path("serve-state")
     tokens: Path | None = None
     tuning: Tuning = Tuning()
-    jobs: int | None = None
     backend: str = "local"
     ray_address: str | None = None
     limits: ServeLimits = ServeLimits()
@@ -45,6 +44,8 @@ class ServeOptions(BaseModel):
             tuning = load_tuning(Path(args.config) if args.config else None)
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
+        if args.jobs:  # the Evaluators' slots, and as many dispatcher threads
+            tuning = tuning.model_copy(update={"jobs": args.jobs})
         limits = ServeLimits(
             max_code_bytes=args.max_code_bytes, max_batch=args.max_batch, max_queue=args.max_queue
         )
@@ -54,7 +55,6 @@ class ServeOptions(BaseModel):
             state=Path(args.state),
             tokens=Path(args.tokens) if args.tokens else None,
             tuning=tuning,
-            jobs=args.jobs,
             backend=args.backend,
             ray_address=args.ray_address,
             limits=limits,
@@ -68,7 +68,7 @@ def build_app(options: ServeOptions) -> tuple[FastAPI, int]:
     opener, slots, pool = evaluator_opener(options)
     evaluators = Evaluators(options.device, options.tuning, opener, pool)
     metrics = Metrics(lambda: queue.count("queued"), lambda: queue.count("running"))
-    dispatcher = Dispatcher(queue, evaluators, metrics, options.jobs or slots)
+    dispatcher = Dispatcher(queue, evaluators, metrics, slots)
     service = Service(queue, evaluators, dispatcher, metrics, options.limits, options.backend)
     return create_app(service, tokens), options.port
 

@@ -31,7 +31,10 @@ def add_serve(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
         "--config", metavar="FILE", help="TOML file of tuning knobs (docs/configuration.md)"
     )
     s.add_argument(
-        "--jobs", type=int, metavar="N", help="jobs in flight (default: the Evaluator's)"
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="jobs in flight (default: the cores on the CPU, 8 per GPU; Ray: per GPU actor)",
     )
     s.add_argument(
         "--max-code-bytes",
