@@ -19,7 +19,7 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
         choices=("local", "ray"),
         default="local",
         help="local: this machine's processes (default); ray: one Evaluator actor per GPU (on "
-        "the CPU, per slot) of a Ray cluster (needs the ray extra; README, Ray cluster)",
+        "the CPU, per slot) of a Ray cluster (needs the ray extra; docs/serve.md)",
     )
     parser.add_argument(
         "--ray-address",
