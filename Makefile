@@ -24,7 +24,7 @@ $(VENV)/.installed: pyproject.toml $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -c $(CONSTRAINTS) torch triton numpy
-	$(BIN)/python -m pip install -q -c $(CONSTRAINTS) -e '.[dev,analysis,generate]'
+	$(BIN)/python -m pip install -q -c $(CONSTRAINTS) -e '.[dev,analysis,generate,serve,ray]'
 	touch $@
 
 demo: install

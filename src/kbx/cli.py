@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 
 from kbx import __version__
+from kbx.run.backends import add_backend_options
 from kbx.runcmds import cmd_eval, cmd_validate
+from kbx.serve.command import add_serve
 from kbx.terminal import console, fail, fit_console, tasks_problem
 
 
@@ -190,6 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="refuse to run unless every sandbox layer is available here (docs/design/sandbox.md)",
     )
+    add_backend_options(e)
     e.set_defaults(fn=cmd_eval)
     pr = command("prompts", "write each task's prompt, the instruction a model receives, to JSONL")
     pr.add_argument(
@@ -265,6 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     from kbx.generate.command import add_parsers
 
     add_parsers(command)
+    add_serve(sub)
     return p
 
 

@@ -64,6 +64,12 @@ class Tuning(BaseModel):
     compile_baseline: bool = Field(True, description="also time torch.compile of the reference")
     triton_cache: Path | None = Field(None, description="a Triton cache shared across runs")
     profile: bool = Field(False, description="cross-check timings with the torch profiler")
+    timing_rel_ci: float = Field(
+        0.01, gt=0, le=0.5, description="a candidate's timing stops at this median CI half-width"
+    )
+    timing_budget_ms: float = Field(
+        500.0, gt=0, description="wall time after which a case's repetitions stop regardless"
+    )
     trace: bool = Field(False, description="start-up marks on stderr (logger kbx.trace)")
     rerun_alone: bool = Field(
         True, description="evaluate again, alone, a verdict another candidate may have caused"

@@ -31,6 +31,7 @@ def evaluate_source(args: argparse.Namespace, out: Path) -> int:
     from kbx.config import ConfigError, load_tuning
     from kbx.evaluator import DEFAULT, Evaluator
     from kbx.hardware import default_device, device_problem
+    from kbx.run import backends
 
     device = args.device or default_device()
     if problem := device_problem(device):
@@ -47,8 +48,18 @@ def evaluate_source(args: argparse.Namespace, out: Path) -> int:
     tuning = tuning.model_copy(update={"limits": tuning.limits.with_timeout(args.timeout_s)})
     gpus = [int(g) for g in args.gpus.split(",")] if args.gpus else None
     baselines = None if args.baselines == "none" else Path(args.baselines or DEFAULT)
+    try:
+        backend = backends.choose(args.backend, args.ray_address, device, not args.no_perf, tuning)
+    except ValueError as exc:
+        return fail(str(exc))
     ev = Evaluator(
-        device, gpus=gpus, perf=not args.no_perf, run_dir=out, baselines=baselines, tuning=tuning
+        device,
+        gpus=gpus,
+        perf=not args.no_perf,
+        run_dir=out,
+        baselines=baselines,
+        tuning=tuning,
+        backend=backend,
     )
     with ev:  # a Ctrl-C closes it with its children killed (``Scheduler.close``)
         summary = run_with_progress(source, out, ev, args.tasks)

@@ -92,7 +92,7 @@ def stand_in_clock(monkeypatch, passes):
     from kbx.evaluate import benchtime, tensors
     from kbx.evaluate import clock as timing
 
-    def cpu_time_calls(calls, prepare=None, budget_ms=0.0, warm_hold=None, turn=None):
+    def cpu_time_calls(calls, prepare=None, budget_ms=0.0, warm_hold=None, turn=None, rel_ci=0.01):
         for i in range(passes):
             prepare(i % len(calls))
             calls[i % len(calls)]()

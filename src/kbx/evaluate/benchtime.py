@@ -233,6 +233,7 @@ def time_case(
     warm_hold: clock.Hold = nullcontext,
     turn: clock.Hold = nullcontext,
     profile: bool = False,
+    precision: clock.Precision = clock.DEFAULT_PRECISION,
 ) -> tuple[CaseTiming, Any, int]:
     """Timing of one benchmark case over rotating input sets, then the output of one more call
     made like the timed ones, and which contents that call saw (0: the case's inputs, 1:
@@ -253,7 +254,9 @@ def time_case(
     marks = {"began": time.monotonic()}
     rotation = Rotation(task, case, inputs, entry, alt)
     marks["sets"] = time.monotonic()
-    timing = clock.time_calls(rotation.calls, rotation.prepare, warm_hold=warm_hold, turn=turn)
+    timing = clock.time_calls(
+        rotation.calls, rotation.prepare, precision.budget_ms, warm_hold, turn, precision.rel_ci
+    )
     marks["timing"] = time.monotonic()
     rotation.out = None  # the probe's outputs reuse its memory, as timed calls did
     fresh, seen = rotation.probe(inputs, timing.median_ms) if probe else (None, None)

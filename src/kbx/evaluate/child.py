@@ -152,7 +152,7 @@ def run_candidate(
     cases; every output is written as it is made (``write_output``).  The guard goes in first,
     and everything kbx's evidence needs is bound here, before candidate code runs: patching
     ``OpRecorder`` or ``opcheck`` afterwards changes none of it."""
-    from kbx.evaluate import entry, guard, opcheck, runner
+    from kbx.evaluate import clock, entry, guard, opcheck, runner
     from kbx.verdict import Verdict
 
     start, stop, after = op_sessions(job, plan, counter, channel)
@@ -175,7 +175,10 @@ def run_candidate(
     timings: list[dict[str, Any]] = []
     if job["perf"]:
         profile = bool(job.get("profile"))
-        timings, outs, variants = runner.time_bench(task, plan, fn, channel, profile)
+        rel_ci, budget_ms = job.get("precision") or (0.01, 500.0)
+        timings, outs, variants = runner.time_bench(
+            task, plan, fn, channel, profile, clock.Precision(rel_ci, budget_ms)
+        )
         for i, (runs, variant) in enumerate(zip(outs, variants, strict=True)):
             sink("timed", i, runs, variant)
     return timings

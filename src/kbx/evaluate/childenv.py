@@ -36,6 +36,8 @@ class SandboxConfig:
     connections: int = 1  # CUDA_DEVICE_MAX_CONNECTIONS of a child (0: the driver's default)
     fork: bool = True  # start children from the fork server (forkserver.py), not a new Python
     timing_core: int | None = None  # the core its timing turn runs on (``cores``)
+    rel_ci: float = 0.01  # a benchmark case's repetitions stop at this CI half-width ...
+    budget_ms: float = 500.0  # ... or after this much wall time (``clock.measure``)
 
     @property
     def lock(self) -> str | None:
@@ -65,6 +67,8 @@ def settings(cfg: EvalConfig) -> SandboxConfig:
         fork=tuning.fork_server,
         timing_core=cfg.timing_core if cuda else None,
         connections=tuning.connections,
+        rel_ci=tuning.timing_rel_ci,
+        budget_ms=tuning.timing_budget_ms,
     )
 
 

@@ -26,6 +26,18 @@ CASE_BUDGET_MS = 500.0  # wall time after which a case's repetitions stop, conve
 
 
 @dataclass(frozen=True)
+class Precision:
+    """When a candidate's repetitions stop: the median's CI within +-``rel_ci`` of it, or
+    ``budget_ms`` of wall time spent (``Tuning.timing_rel_ci``, ``Tuning.timing_budget_ms``)."""
+
+    rel_ci: float = 0.01
+    budget_ms: float = CASE_BUDGET_MS
+
+
+DEFAULT_PRECISION = Precision()
+
+
+@dataclass(frozen=True)
 class Timing:
     median_ms: float
     ci_low_ms: float
@@ -252,6 +264,7 @@ def time_calls(
     budget_ms: float = CASE_BUDGET_MS,
     warm_hold: Hold = nullcontext,
     turn: Hold = nullcontext,
+    rel_ci: float = 0.01,
 ) -> Timing:
     """Median time on the current CUDA device of calls rotating over input sets: the warm-up
     inside ``warm_hold()``, the timed calls inside ``turn()`` (a baseline warms up under the
@@ -260,7 +273,9 @@ def time_calls(
     with warm_hold():
         warm = warm_up(calls, prepare)
     with turn():
-        return measure(calls[: warm.sets], cuda_clock(), prepare, budget_ms, min_reps=warm.min_reps)
+        return measure(
+            calls[: warm.sets], cuda_clock(), prepare, budget_ms, warm.min_reps, rel_ci=rel_ci
+        )
 
 
 def time_fixed(call: Callable[[], Any], prepare: Prepare, reps: int) -> float:

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from kbx.evaluate.benchtime import CaseTiming, time_case
 from kbx.evaluate.calls import Harness, call, call_on, copies, copy_out
+from kbx.evaluate.clock import DEFAULT_PRECISION, Precision
 from kbx.evaluate.entry import CandidateFailure, failure
 from kbx.evaluate.launches import LaunchCounter
 from kbx.evaluate.tensors import refill_case, restore, same_layout
@@ -179,7 +180,12 @@ def call_refilled(
 
 
 def time_bench(
-    task: Task, plan: Plan, entry: Callable[..., Any], channel: Sender, profile: bool = False
+    task: Task,
+    plan: Plan,
+    entry: Callable[..., Any],
+    channel: Sender,
+    profile: bool = False,
+    precision: Precision = DEFAULT_PRECISION,
 ) -> tuple[list[dict[str, Any]], list[list[Any]], list[int]]:
     """Time every benchmark case (``benchtime.time_case``: with its probe, and with the
     profiler's cross-check where ``profile``); also return the output of each case's last timed
@@ -193,7 +199,7 @@ def time_bench(
             try:
                 refill = plan.bench_refills[i]
                 t, out, variant = time_case(
-                    task, case, inputs, entry, refill, probe=True, profile=profile
+                    task, case, inputs, entry, refill, True, profile=profile, precision=precision
                 )
             except BaseException as exc:  # noqa: BLE001
                 raise failure(exc) from None

@@ -121,6 +121,7 @@ class Child:
             "bench": list(self.expected.bench),
             "require_triton": self.cfg.require_triton,
             "profile": self.cfg.profile,
+            "precision": [self.cfg.rel_ci, self.cfg.budget_ms],
             "msg_fd": write_fd,
             "lock": self.cfg.lock,
             "timing_core": self.cfg.timing_core,
