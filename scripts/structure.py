@@ -29,7 +29,7 @@ LIMITS = {
     "pipeline lines": 40,
     "median function lines": 15,
     "p90 function lines": 40,
-    "kbx eval options": 10,
+    "kbx eval options": 11,  # issue 28 adds --backend and --ray-address to the 9 of issue 25
     "environment variables": 1,
     "module-level state written by functions": 0,
     "helpers defined in several task files": 0,
