@@ -24,6 +24,8 @@ SLICE = [
     ("Activation/relu", "import torch\n\ndef relu(x):\n    return torch.relu(x)\n"),
     ("Activation/gelu", (REFERENCE / "Activation" / "gelu.py").read_text()),
     ("Activation/relu", "def relu(x):\n    raise ValueError('no')\n"),
+    ("Math/nope", "x = 1"),  # decided by the read stage, a fractional-CPU task on Ray
+    ("Activation/relu", ""),
 ]
 
 
@@ -54,7 +56,17 @@ def test_ray_verdicts_match_the_local_backend(local_ray: None) -> None:
     finally:
         pool.close()
     assert on_ray == local
-    assert sorted(local.values()) == ["no_triton", "passed", "passed", "runtime_error"]
+    assert sorted(local.values()) == [
+        "no_code", "no_triton", "passed", "passed", "runtime_error", "unknown_task"
+    ]  # fmt: skip
+
+
+def test_the_read_stage_screens_what_needs_no_child() -> None:
+    from kbx.run.ray_backend import screen
+
+    got = [screen(c, "cpu") for c in candidates()]
+    assert [r.verdict if r else None for r in got] == [None] * 4 + ["unknown_task", "no_code"]
+    assert all(r.stage == "read" for r in got if r)
 
 
 def test_kbx_eval_runs_on_a_ray_backend(tmp_path: Path) -> None:

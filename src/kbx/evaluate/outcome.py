@@ -40,10 +40,10 @@ class Outcome:
 
     def read(self) -> Task:
         """The read stage: the candidate's task, or the reason it has none."""
-        if self.candidate.problem:
-            raise Reject(*self.candidate.problem)
-        if (task := find(self.candidate.task_id)) is None:
-            raise Reject(Verdict.UNKNOWN_TASK, f"no task {self.candidate.task_id!r}")
+        if problem := unreadable(self.candidate):
+            raise Reject(*problem)
+        task = find(self.candidate.task_id)
+        assert task is not None
         self.task = task
         return task
 
@@ -105,3 +105,13 @@ class Outcome:
         if self.stage != "import":
             return self.stage
         return "import" if r.verdict in EARLY else "run"
+
+
+def unreadable(candidate: Candidate) -> tuple[Verdict, str] | None:
+    """Why the read stage ends a candidate before any child runs (its input's problem, or a
+    task the suite does not have); None when it goes on."""
+    if candidate.problem:
+        return candidate.problem
+    if find(candidate.task_id) is None:
+        return Verdict.UNKNOWN_TASK, f"no task {candidate.task_id!r}"
+    return None

@@ -1,8 +1,10 @@
 """A Ray cluster as an Evaluator ``Backend``: one actor per GPU (``num_gpus=1``), each holding
 Evaluators of its own on that GPU; on the CPU, one single-slot actor per CPU the cluster offers
 (or ``Tuning.jobs``).  Candidates go to the actor with the fewest in flight and come back in
-completion order, as the local backend's do.  The sandbox runs inside each actor's node exactly
-as under ``kbx eval``: Ray only carries candidates and results (docs/design/serve.md, Ray).
+completion order, as the local backend's do.  The read stage, which needs no child and no GPU,
+runs first as a fractional-CPU Ray task (``screen``), so that unreadable, empty or unknown-task
+submissions never take an actor's slot.  The sandbox runs inside each actor's node exactly as
+under ``kbx eval``: Ray only carries candidates and results (docs/design/serve.md, Ray).
 
 ``RayPool`` owns the actors; a ``RayBackend`` is one (perf, tuning) profile over a pool, so that
 ``kbx serve``'s tiers share the cluster's GPUs instead of each claiming all of them.
@@ -25,6 +27,18 @@ from kbx.config import Tuning
 from kbx.result import Result
 from kbx.run.scheduler import OnBaseline, default_jobs
 from kbx.verdict import Verdict
+
+SCREEN_CPUS = 0.1  # of a CPU: the read stage is a lookup, no child
+
+
+def screen(candidate: Candidate, device: str) -> Result | None:
+    """The read stage's verdict of a candidate that never reaches a sandbox; None when it goes
+    on to an Evaluator actor."""
+    from kbx.evaluate.outcome import unreadable
+
+    if problem := unreadable(candidate):
+        return Result.of(candidate, device, problem[0], problem[1], "read")
+    return None
 
 
 class EvaluatorActor:
@@ -72,11 +86,12 @@ class RayPool:
         else:
             count = actors or tuning.jobs or int(resources.get("CPU", 1))
             self.per_actor = 1
-            options = {"num_cpus": 1}
+            options = {"num_cpus": 1 - 2 * SCREEN_CPUS}  # room for the screening tasks
         if count < 1:
             raise ValueError(f"the Ray cluster has no {device.upper()} for an Evaluator actor")
         remote: Any = ray.remote(EvaluatorActor).options(max_concurrency=self.per_actor, **options)
         self.actors: list[Any] = [remote.remote(device, self.per_actor) for _ in range(count)]
+        self.screen: Any = ray.remote(screen).options(num_cpus=SCREEN_CPUS)
         self.in_flight = [0] * count
         self.lock = threading.Lock()  # ``kbx serve`` sends from several threads
 
@@ -124,25 +139,37 @@ class RayBackend:
     def submit(
         self, candidates: Iterable[Candidate], on_baseline: OnBaseline | None = None
     ) -> Iterator[tuple[Candidate, Result]]:
-        """Results as they finish; ``on_baseline`` is not called (each actor measures its own)."""
-        pending: dict[Any, tuple[Candidate, int]] = {}
+        """Results as they finish; ``on_baseline`` is not called (each actor measures its own).
+        Each candidate is screened first (``screen``), then sent to an actor."""
+        pending: dict[Any, tuple[Candidate, int | None]] = {}  # actor None: being screened
         for cand in candidates:
-            ref, actor = self.pool.send(cand, self.perf, self.tuning)
-            pending[ref] = (cand, actor)
+            pending[self.pool.screen.remote(cand, self.pool.device)] = (cand, None)
             while len(pending) >= 2 * self.pool.slots:
-                yield self.receive(pending)
+                if (done := self.receive(pending)) is not None:
+                    yield done
         while pending:
-            yield self.receive(pending)
+            if (done := self.receive(pending)) is not None:
+                yield done
 
-    def receive(self, pending: dict[Any, tuple[Candidate, int]]) -> tuple[Candidate, Result]:
+    def receive(
+        self, pending: dict[Any, tuple[Candidate, int | None]]
+    ) -> tuple[Candidate, Result] | None:
+        """The next finished reference: a result, or None when a screened candidate went on to
+        an actor."""
         [ref], _ = ray.wait(list(pending), num_returns=1)
         cand, actor = pending.pop(ref)
-        self.pool.done(actor)
+        if actor is not None:
+            self.pool.done(actor)
         try:
-            return cand, ray.get(ref)
+            got = ray.get(ref)
         except ray.exceptions.RayError as exc:  # the actor or its node died: kbx's fault
             detail = f"ray backend: {type(exc).__name__}: {str(exc).splitlines()[0]}"
             return cand, Result.of(cand, self.pool.device, Verdict.HARNESS_ERROR, detail, "read")
+        if actor is None and got is None:  # read: it goes on
+            sent, to = self.pool.send(cand, self.perf, self.tuning)
+            pending[sent] = (cand, to)
+            return None
+        return cand, got
 
     def close(self, cancel: bool = False) -> None:
         if self.owns_pool:
