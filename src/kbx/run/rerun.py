@@ -5,8 +5,9 @@ device, and one that fills its memory starves the others, so an honest candidate
 beside such a fault can run out of wall-clock time or of GPU memory through no fault of its own
 (4 of 11 reference solutions timed out beside an endless kernel on the H200, 2026-12-02:
 docs/validation/h200-2026-12-02c/).  Such a verdict is therefore final only once the candidate has
-been evaluated again with nothing else in flight: ``Evaluator.pairs`` holds it back until the
-rest of its batch is done, then evaluates each one by itself.  The candidate's own fault comes
+been evaluated again after the rest of its batch: ``Evaluator.pairs`` holds it back until then,
+and evaluates each one by itself, which under ``kbx eval`` (one batch) is with nothing else in
+flight; a service's concurrent batches may still run beside it.  The candidate's own fault comes
 back the same; a victim's does not.
 """
 
