@@ -3,8 +3,8 @@
 Candidates share a GPU (and the cores): a kernel that never ends stalls every context on the
 device, and one that fills its memory starves the others, so an honest candidate evaluated
 beside such a fault can run out of wall-clock time or of GPU memory through no fault of its own
-(4 of 11 reference solutions timed out beside an endless kernel on the H200, 2026-12-02:
-docs/validation/h200-2026-12-02c/).  Such a verdict is therefore final only once the candidate has
+(the measurement: docs/design/trust-model.md, GPU faults).  Such a verdict is therefore final
+only once the candidate has
 been evaluated again after the rest of its batch: ``Evaluator.pairs`` holds it back until then,
 and evaluates each one by itself, which under ``kbx eval`` (one batch) is with nothing else in
 flight; a service's concurrent batches may still run beside it.  The candidate's own fault comes
