@@ -249,3 +249,12 @@ def test_a_candidate_that_sleeps_forever_times_out_again_when_alone(tmp_path):
     assert results[0].verdict == Verdict.PASSED and "rerun" not in results[0].meta
     assert results[1].verdict == Verdict.TIMEOUT and "(wall clock)" in results[1].detail
     assert results[1].meta["rerun"]["verdict"] == "timeout"
+
+
+def test_the_temporary_run_folder_is_open_to_the_children_s_uids(monkeypatch):
+    """A sandboxed child runs as a uid of its own and opens the GPU lock's files in the run
+    folder; mkdtemp's 0700 kept it out on the H200 (docs/validation/h200-2026-12-02d)."""
+    monkeypatch.setattr(evaluator, "LocalBackend", no_local_backend)
+    with Evaluator("cpu", backend=Recording()) as ev:
+        assert ev.scratch is not None
+        assert ev.scratch.stat().st_mode & 0o777 == 0o755
