@@ -10,7 +10,9 @@ Prints the figures as JSON (and writes them with --out).  Baselines come from $K
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import os
 import re
 import sys
 import tempfile
@@ -23,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from kbx.candidate import Candidate, read_source  # noqa: E402
 from kbx.suite import load_suite  # noqa: E402
+from tests.generate.conftest import fenced  # noqa: E402
 from tests.generate.server import FakeServer, prompt_of  # noqa: E402
 
 REFERENCE = ROOT / "solutions" / "reference"
@@ -44,14 +47,17 @@ SLICE = (
 )
 
 
+@functools.cache
+def task_of_entry() -> dict[str, str]:
+    return {task.entry: task_id for task_id, task in load_suite().items()}
+
+
 def reply_with_reference(body: dict[str, Any]) -> str:
     """The reference solution of the task the prompt names by its entry, fenced."""
-    entries = {task.entry: task_id for task_id, task in load_suite().items()}
     match = ENTRY.search(prompt_of(body))
-    task_id = entries.get(match.group(1), "") if match else ""
+    task_id = task_of_entry().get(match.group(1), "") if match else ""
     path = REFERENCE / f"{task_id}.py"
-    code = path.read_text() if task_id and path.exists() else "x = 1\n"
-    return f"Here is the kernel.\n```python\n{code}```\n"
+    return fenced(path.read_text() if task_id and path.exists() else "x = 1\n")
 
 
 def generate(work: Path, device: str) -> dict[str, Any]:
@@ -59,8 +65,6 @@ def generate(work: Path, device: str) -> dict[str, Any]:
 
     server = FakeServer(reply_with_reference)
     try:
-        import os
-
         os.environ["OPENAI_BASE_URL"] = server.url
         out = work / "geak"
         began = time.monotonic()
