@@ -427,3 +427,40 @@ print(json.dumps([got, os.getpid(), os.getuid()]), flush=True)
     got, pid, uid = json.loads(out.stdout)
     assert set(got) == (set(confine.LAYERS) - {"uid"}) | {"user"}
     assert pid == 2 and uid == 65534
+
+
+def test_a_later_uid_adds_files_to_the_folders_an_earlier_one_made_in_a_shared_cache(work):
+    """Triton writes a temporary file into the kernel's hash folder, which the first child of
+    the same code made (a false runtime_error on the H200 when its mode was 0755)."""
+    if os.geteuid() != 0:
+        pytest.skip("uids are chosen only when kbx runs as root")
+    cache = work / "cache"
+    cache.mkdir()
+    cache.chmod(0o777)
+    held = []
+    try:
+        for name in ("first", "second"):
+            folder = work / name
+            settings = confine.prepare(folder, [], "cpu", [cache])
+            held.append(settings)  # kept: the second child gets another uid
+            body = f"""
+            os.makedirs({str(cache / "hash")!r}, exist_ok=True)
+            with open({str(cache / "hash" / name)!r}, 'w') as f:
+                f.write('x')
+            say(uid=os.getuid(), applied=list(applied))
+            """
+            script = PRELUDE + textwrap.dedent(body)
+            out = subprocess.run(
+                [sys.executable, "-c", script, json.dumps(settings)],
+                cwd=folder,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert out.returncode == 0, out.stderr
+            assert "uid" in json.loads(out.stdout)["applied"]
+        assert held[0]["uid"] != held[1]["uid"]
+        assert sorted(p.name for p in (cache / "hash").iterdir()) == ["first", "second"]
+    finally:
+        for settings in held:
+            confine.release(settings)

@@ -146,14 +146,18 @@ def allow(ruleset: int, path: str, rights: int) -> None:
 
 
 def drop_ids(settings: dict[str, Any] | None) -> bool:
-    """The child's own uid and gid, no groups; without one (not root, or its folders out of
-    its reach): no capabilities at least (those of root, or of a user namespace)."""
+    """The child's own uid and gid, no groups, and no umask: the kernel cache of a candidate's
+    code is shared by every child that runs that code (a warm run, a retry), each under a uid of
+    its own, and Triton adds files to the folders an earlier one made.  Without one (not root,
+    or its folders out of its reach): no capabilities at least (those of root, or of a user
+    namespace)."""
     if settings is None:
         libc.capset(struct.pack("Ii", 0x20080522, 0), ctypes.create_string_buffer(24))
         return False
     os.setgroups([])
     os.setresgid(settings["gid"], settings["gid"], settings["gid"])
     os.setresuid(settings["uid"], settings["uid"], settings["uid"])
+    os.umask(0)
     return True
 
 
