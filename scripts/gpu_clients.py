@@ -103,7 +103,7 @@ def slice_candidates() -> list[Candidate]:
 
 def verdicts(ev: Any, chosen: list[Candidate]) -> dict[str, list[Any]]:
     with ev:
-        return {c.source: [str(r.verdict), r.speedup] for c, r in ev.pairs(chosen)}
+        return {c.source: [str(r.verdict), r.speedup, r.detail[:300]] for c, r in ev.pairs(chosen)}
 
 
 def on_ray(device: str) -> dict[str, Any]:

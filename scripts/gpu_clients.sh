@@ -5,7 +5,8 @@
 # `kbx serve --device cuda` under benchmarks/serve_load.py with --per-tier $PER_TIER.
 # Carry .whl and .whl-clients: the service's and the generator's wheels, and Ray as a stripped
 # tar.xz (its wheel is over the device's 64 MiB carry limit; the Java jars and the rllib, tune,
-# train, data and llm libraries are left out).  STEPS (default "clients serve") picks steps.
+# train, data and llm libraries are left out).  STEPS (default "clients serve") picks steps;
+# PARTS (default "generate ray") the clients step's parts.
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 STEPS=" ${STEPS:-clients serve} "
@@ -16,7 +17,7 @@ export PYTHONPATH=$PWD/src:/tmp/site PYTHONUNBUFFERED=1 KBX_CACHE_DIR=$PWD/runs/
 [ -f "$OUT/env.txt" ] || bash scripts/gpu_env.sh > "$OUT/env.txt" 2>&1
 if [[ $STEPS == *" clients "* ]]; then
   start=$(date +%s)
-  timeout "${LIMIT_CLIENTS:-300}" python3 scripts/gpu_clients.py generate ray --device cuda \
+  timeout "${LIMIT_CLIENTS:-300}" python3 scripts/gpu_clients.py ${PARTS:-generate ray} --device cuda \
     --out "$OUT/clients.json" > "$OUT/clients-log.txt" 2>&1
   echo "exit $? wall $(( $(date +%s) - start )) s" >> "$OUT/clients-log.txt"
   tail -c 3000 "$OUT/clients-log.txt"

@@ -7,6 +7,7 @@ The real candidates (four children, a second or more each) share one evaluator (
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Iterable, Iterator
 
 import pytest
@@ -17,7 +18,7 @@ from kbx.candidate import Candidate
 from kbx.config import EvalConfig, Limits, Tuning
 from kbx.evaluator import Evaluator, LocalBackend
 from kbx.result import Result
-from kbx.verdict import Verdict
+from kbx.verdict import START_FAILED, Verdict
 from tests.conftest import BAD, REFERENCE
 
 TUNING = Tuning(jobs=2, limits=Limits(import_s=60, case_s=60))
@@ -220,6 +221,9 @@ def test_a_verdict_another_candidate_may_have_caused_is_judged_again_alone():
         (Verdict.OUT_OF_MEMORY, "CUDA out of memory", "cuda", True),
         (Verdict.OUT_OF_MEMORY, "MemoryError", "cpu", False),
         (Verdict.CRASHED, "illegal memory access", "cuda", False),
+        (Verdict.HARNESS_ERROR, f"{START_FAILED} (exit 70): CUDA out of memory", "cuda", True),
+        (Verdict.HARNESS_ERROR, f"{START_FAILED} (exit 70): no module named x", "cpu", False),
+        (Verdict.HARNESS_ERROR, "ray backend: ActorDiedError", "cuda", False),
     ],
 )
 def test_which_verdicts_are_judged_again(verdict, detail, device, again):
@@ -251,10 +255,13 @@ def test_a_candidate_that_sleeps_forever_times_out_again_when_alone(tmp_path):
     assert results[1].meta["rerun"]["verdict"] == "timeout"
 
 
-def test_the_temporary_run_folder_is_open_to_the_children_s_uids(monkeypatch):
-    """A sandboxed child runs as a uid of its own and opens the GPU lock's files in the run
-    folder; mkdtemp's 0700 kept it out on the H200 (docs/validation/h200-2026-12-02d)."""
-    monkeypatch.setattr(evaluator, "LocalBackend", no_local_backend)
-    with Evaluator("cpu", backend=Recording()) as ev:
-        assert ev.scratch is not None
-        assert ev.scratch.stat().st_mode & 0o777 == 0o755
+def test_a_run_folder_mkdtemp_made_is_opened_to_the_children_s_uids(tmp_path):
+    """As root a sandboxed child runs as a uid of its own and opens the GPU lock's files in the
+    run folder; mkdtemp's 0700 kept every child out on the H200 (harness_error for all, under
+    kbx validate and the Ray actors: docs/validation/h200-2026-12-03)."""
+    folder = tmp_path / "run"
+    folder.mkdir(mode=0o700)
+    with Evaluator("cpu", perf=False, run_dir=folder) as ev:
+        result = ev.evaluate("Activation/relu", (REFERENCE / "Activation" / "relu.py").read_text())
+    assert result.verdict == Verdict.PASSED, result.detail
+    assert folder.stat().st_mode & 0o777 == (0o755 if os.geteuid() == 0 else 0o700)

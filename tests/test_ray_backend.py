@@ -91,3 +91,18 @@ def test_kbx_serve_evaluates_on_a_ray_backend(tmp_path: Path) -> None:
     finally:
         server.stop()
     assert [job["result"]["verdict"] for job in jobs] == ["passed", "no_triton"]
+
+
+def test_an_actors_run_folder_is_opened_to_the_sandboxed_childrens_uids() -> None:
+    import os
+
+    from kbx.run.ray_backend import EvaluatorActor
+
+    actor = EvaluatorActor("cpu", 1)  # on a GPU, each child opens the GPU lock's files in it
+    try:
+        got = actor.evaluate(candidates()[0], False, Tuning().model_dump_json())
+        assert str(got.verdict) == "passed", got.detail
+        mode = actor.run_dir.stat().st_mode & 0o777
+        assert mode == (0o755 if os.geteuid() == 0 else 0o700)
+    finally:
+        actor.close()

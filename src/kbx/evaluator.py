@@ -91,8 +91,6 @@ class Evaluator:
         if problem := device_problem(device):
             raise ValueError(problem)
         self.scratch = None if run_dir else Path(tempfile.mkdtemp(prefix="kbx-run-"))
-        if self.scratch is not None:  # children of other uids reach the GPU lock in it
-            self.scratch.chmod(0o755)
         cache = cache_dir() / "baselines.sqlite" if baselines == DEFAULT else baselines
         self.config = EvalConfig(
             device=device,

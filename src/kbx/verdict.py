@@ -31,6 +31,9 @@ class Verdict(StrEnum):
     HARNESS_ERROR = "harness_error"
 
 
+START_FAILED = "child failed to start"  # a HARNESS_ERROR's reason: kbx's set-up of the child died
+
+
 # Verdicts the child process may report; anything else on its channel is forged by the candidate.
 CHILD_VERDICTS = frozenset(
     {

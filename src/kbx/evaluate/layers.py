@@ -185,3 +185,17 @@ def seccomp(device: str = "cuda") -> bool:
         filt.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
     filt.load()
     return True
+
+
+def open_run_folder(folder: Path | None) -> None:
+    """Let the children's uids into ``folder``, the run folder where they open the GPU lock's
+    files and compile into the Triton cache: as root, kbx runs each child under a uid of its
+    own, and a folder ``mkdtemp`` made (0700) keeps them all out (``harness_error`` for every
+    candidate on the H200).  Only the folder's own mode changes, group and others gaining read
+    and enter; its parents are ``revealed``'s."""
+    if folder is None or os.geteuid() != 0:
+        return
+    with contextlib.suppress(OSError):
+        mode = folder.stat().st_mode
+        if mode & 0o055 != 0o055:
+            folder.chmod(mode & 0o7777 | 0o055)

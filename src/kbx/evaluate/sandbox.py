@@ -35,7 +35,7 @@ from kbx.evaluate.follow import CutOff, Follower, next_message
 from kbx.runtime.forkserver import limit_resources
 from kbx.runtime.servers import ForkedProcess, ForkServers
 from kbx.task import Task
-from kbx.verdict import Reject, Verdict
+from kbx.verdict import START_FAILED, Reject, Verdict
 
 __all__ = ["ChildRun", "SandboxConfig", "run_child"]
 
@@ -266,7 +266,7 @@ class Child:
             code = self.proc.wait()
         tail = self.stderr_tail()
         if self.stage == "setting up":
-            return Reject(Verdict.HARNESS_ERROR, f"child failed to start (exit {code}): {tail}")
+            return Reject(Verdict.HARNESS_ERROR, f"{START_FAILED} (exit {code}): {tail}")
         if code < 0:
             name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
             return Reject(

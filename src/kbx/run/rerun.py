@@ -3,7 +3,9 @@
 Candidates share a GPU (and the cores): a kernel that never ends stalls every context on the
 device, and one that fills its memory starves the others, so an honest candidate evaluated
 beside such a fault can run out of wall-clock time or of GPU memory through no fault of its own
-(the measurement: docs/design/trust-model.md, GPU faults).  Such a verdict is therefore final
+(the measurement: docs/design/trust-model.md, GPU faults); a child can even fail to start, its
+CUDA context or kbx's set-up finding the GPU's memory full (13 reference solutions of a cold
+run on the H200, docs/validation/h200-2026-12-03).  Such a verdict is therefore final
 only once the candidate has
 been evaluated again after the rest of its batch: ``Evaluator.pairs`` holds it back until then,
 and evaluates each one by itself, which under ``kbx eval`` (one batch) is with nothing else in
@@ -14,17 +16,22 @@ back the same; a victim's does not.
 from __future__ import annotations
 
 from kbx.result import Result
-from kbx.verdict import Verdict
+from kbx.verdict import START_FAILED, Verdict
 
 WALL_CLOCK = "(wall clock)"  # the follower's timeout that other processes' load can cause
 
 
 def suspect(result: Result) -> bool:
     """Whether ``result``'s verdict may be another candidate's doing: a wall-clock timeout on
-    any device; out of memory on a GPU, which the run's candidates share."""
+    any device; on a GPU, which the run's candidates share, out of memory, or a child that
+    failed to start (before any candidate code: it stays ``harness_error`` if kbx's own)."""
     if result.verdict is Verdict.TIMEOUT and WALL_CLOCK in result.detail:
         return True
-    return result.verdict is Verdict.OUT_OF_MEMORY and result.device == "cuda"
+    if result.device != "cuda":
+        return False
+    if result.verdict is Verdict.HARNESS_ERROR:
+        return result.detail.startswith(START_FAILED)
+    return result.verdict is Verdict.OUT_OF_MEMORY
 
 
 def mark(second: Result, first: Result) -> Result:

@@ -27,7 +27,7 @@ import torch
 from kbx import trace
 from kbx.candidate import Candidate
 from kbx.config import EvalConfig
-from kbx.evaluate import childenv, pipeline, references, timing
+from kbx.evaluate import childenv, layers, pipeline, references, timing
 from kbx.evaluate.context import Context
 from kbx.result import Result
 from kbx.run import servers
@@ -99,6 +99,7 @@ class Scheduler:
         timing cores instead of reserving its own, and the fork server the parent
         ``launched`` for it."""
         sys.setswitchinterval(SWITCH_S)
+        layers.open_run_folder(self.cfg.run_dir)
         self.pool = ThreadPoolExecutor(self.jobs, thread_name_prefix="kbx-job")
         if not self.cfg.device.startswith("cuda"):
             if self.cfg.tuning.fork_server:
