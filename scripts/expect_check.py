@@ -1,6 +1,9 @@
 """Check a corpus run on a GPU: did each candidate get the verdict its corpus expects?
 
-Usage: python scripts/expect_check.py RESULTS.jsonl [OUT.jsonl]
+Usage: PYTHONPATH=src python scripts/expect_check.py RUN_DIR|RESULTS.jsonl [OUT.jsonl]
+
+A run folder's records are read from its store too, so that a run a time limit stopped is
+checked as far as it got.
 
 Each record's source is mapped back to the repository file it was copied from (the GPU scripts
 copy the corpora into one folder, ``.../corpus/<corpus>/...``, for one run).  The expected
@@ -14,6 +17,8 @@ import json
 import re
 import sys
 from pathlib import Path
+
+from kbx.report import load_records
 
 EXPECT = re.compile(r"Expect: ([a-z_]+)\b")
 EXPECT_CUDA = re.compile(r"Expect on cuda: ([a-z_]+)\b")
@@ -38,8 +43,12 @@ def expected(path: Path) -> str:
 
 def main(results: str, out: str | None = None) -> int:
     rows = []
-    for line in Path(results).read_text().splitlines():
-        r = json.loads(line)
+    given = Path(results)
+    if given.is_dir():
+        records = load_records(given)
+    else:
+        records = [json.loads(line) for line in given.read_text().splitlines()]
+    for r in records:
         path = origin(r["source"])
         want = expected(path)
         rows.append(

@@ -22,7 +22,7 @@ corpus() {
     --timeout-s "$3" --baselines runs/tp/baselines.sqlite --config "$RUN/tuning.toml" \
     > "$OUT/$1-log.txt" 2>&1
   echo "exit $? wall $(( $(date +%s) - start )) s" >> "$OUT/$1-log.txt"
-  python3 scripts/expect_check.py "$RUN/$1/run/results.jsonl" "$OUT/$1.jsonl" > "$OUT/$1.txt"
+  python3 scripts/expect_check.py "$RUN/$1/run" "$OUT/$1.jsonl" > "$OUT/$1.txt"
   tail -3 "$OUT/$1-log.txt"; grep -E "WRONG|got their" "$OUT/$1.txt"
 }
 if [[ $STEPS == *" corpus "* ]]; then
