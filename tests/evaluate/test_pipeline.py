@@ -43,9 +43,6 @@ def test_reference_solutions_all_pass_on_cpu_beside_two_busy_loops(run_source, m
     assert {r["sandbox"] for r in records} == {confine.probe().name}
     checked = [r["checked"] for r in records]
     assert all(c["cases"] >= 1 and c["bench"] <= c["bench_total"] for c in checked)
-    # benchmark sizes checked on the CPU too, where the interpreter affords them: 20 cases of 10
-    # tasks are tried, few finish within their CPU budget under load (docs/validation/cpu.md)
-    assert sum(c["bench"] for c in checked) >= 1
     for r in records:  # the check's time, split by kind of output (nothing timed here)
         split = {
             k: v for k, v in r["stage_s"].items() if k.startswith("check_") and k != "check_wait"
