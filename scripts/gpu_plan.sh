@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Issue 29's steps in one device call, in order, inside BUDGET seconds (default 570): each step
-# NAME:SECONDS gets the smaller of its seconds and what is left, and is skipped with less than
-# MIN (default 60) left; RESERVE (default 40) seconds of the budget stay for each step's own
-# post-processing after its limit (records, reports: a step given all that was left ran past
-# the device's 600 s on 2026-12-03 and nothing came back).  Steps: cold, warm
-# (scripts/gpu_throughput.sh, WARM_RUNS=2 with the profiled second run), faults, corpus,
-# validate (scripts/gpu_checks.sh), clients, serve (scripts/gpu_clients.sh).  The device returns at most 8 files from $OUT, so the steps write to
-# a scratch folder, packed at the end into $OUT/$TAG.tgz beside the figures JSON files.
+# NAME:SECONDS gets the smaller of its seconds and what is left, and is skipped with less than MIN
+# (default 60) left; RESERVE (default 40) seconds of the budget stay for each step's own post-
+# processing after its limit (records, reports), so that the call ends inside BUDGET. Steps: cold,
+# warm (scripts/gpu_throughput.sh, WARM_RUNS=2 with the profiled second run), faults, corpus,
+# validate (scripts/gpu_checks.sh), clients, serve (scripts/gpu_clients.sh). The device returns at
+# most 8 files from $OUT, so the steps write to a scratch folder, packed at the end into
+# $OUT/$TAG.tgz beside the figures JSON files.
 #   OUT=$OUT BUDGET=570 TAG=a bash scripts/gpu_plan.sh cold:500 faults:85
 set -uo pipefail
 OUT=${OUT:?}; BUDGET=${BUDGET:-570}; TAG=${TAG:-plan}; began=$(date +%s)

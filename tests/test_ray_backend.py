@@ -4,6 +4,7 @@ the local backend, and ``kbx eval --backend ray`` runs through it."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -94,8 +95,6 @@ def test_kbx_serve_evaluates_on_a_ray_backend(tmp_path: Path) -> None:
 
 
 def test_an_actors_run_folder_is_opened_to_the_sandboxed_childrens_uids() -> None:
-    import os
-
     from kbx.run.ray_backend import EvaluatorActor
 
     actor = EvaluatorActor("cpu", 1)  # on a GPU, each child opens the GPU lock's files in it

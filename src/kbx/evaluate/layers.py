@@ -190,9 +190,8 @@ def seccomp(device: str = "cuda") -> bool:
 def open_run_folder(folder: Path | None) -> None:
     """Let the children's uids into ``folder``, the run folder where they open the GPU lock's
     files and compile into the Triton cache: as root, kbx runs each child under a uid of its
-    own, and a folder ``mkdtemp`` made (0700) keeps them all out (``harness_error`` for every
-    candidate on the H200).  Only the folder's own mode changes, group and others gaining read
-    and enter; its parents are ``revealed``'s."""
+    own, and a folder ``mkdtemp`` made (0700) keeps them all out.  Only the folder's own mode
+    changes, group and others gaining read and enter; its parents are ``revealed``'s."""
     if folder is None or os.geteuid() != 0:
         return
     with contextlib.suppress(OSError):

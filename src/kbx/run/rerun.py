@@ -1,16 +1,14 @@
 """Verdicts another candidate's fault can cause, and their second evaluation, alone.
 
-Candidates share a GPU (and the cores): a kernel that never ends stalls every context on the
-device, and one that fills its memory starves the others, so an honest candidate evaluated
-beside such a fault can run out of wall-clock time or of GPU memory through no fault of its own
-(the measurement: docs/design/trust-model.md, GPU faults); a child can even fail to start, its
-CUDA context or kbx's set-up finding the GPU's memory full (13 reference solutions of a cold
-run on the H200, docs/validation/h200-2026-12-03).  Such a verdict is therefore final
-only once the candidate has
-been evaluated again after the rest of its batch: ``Evaluator.pairs`` holds it back until then,
-and evaluates each one by itself, which under ``kbx eval`` (one batch) is with nothing else in
-flight; a service's concurrent batches may still run beside it.  The candidate's own fault comes
-back the same; a victim's does not.
+Candidates share a GPU (and the cores): a kernel that never ends stalls every context on the device,
+and one that fills its memory starves the others, so an honest candidate evaluated beside such a
+fault can run out of wall-clock time or of GPU memory through no fault of its own (the measurement:
+docs/design/trust-model.md, GPU faults); a child can even fail to start, its CUDA context or kbx's
+set-up finding the GPU's memory full. Such a verdict is therefore final only once the candidate has
+been evaluated again after the rest of its batch: ``Evaluator.pairs`` holds it back until then, and
+evaluates each one by itself, which under ``kbx eval`` (one batch) is with nothing else in flight; a
+service's concurrent batches may still run beside it. The candidate's own fault comes back the same;
+a victim's does not.
 """
 
 from __future__ import annotations
