@@ -76,7 +76,16 @@ if [ "${SMI:-1}" = 1 ] && command -v nvidia-smi > /dev/null; then
     -lms 1000 > "$OUT/$STEP-smi.csv" 2>&1 & smi=$!
 fi
 timeout "$LIMIT" "${pin[@]}" python3 benchmarks/harness_throughput.py "${common[@]}" "${args[@]}" \
-  >> "$OUT/$STEP-log.txt" 2>&1
+  >> "$OUT/$STEP-log.txt" 2>&1 & bench=$!
+# PYSPY=1: py-spy (carried in .whl) samples what holds the parent's GIL, 20 times a second, into
+# $STEP-pyspy.txt (collapsed stacks: scripts/gil_report.py); a py-spy that cannot attach is logged
+# and the run goes on without it
+if [ "${PYSPY:-0}" = 1 ] && command -v py-spy > /dev/null; then
+  sleep 3; parent=$(pgrep -f -n "python3 benchmarks/harness_throughput.py")
+  [ -n "$parent" ] && py-spy record --pid "$parent" --gil --nonblocking -r 20 -f raw \
+    -o "$OUT/$STEP-pyspy.txt" > "$OUT/$STEP-pyspy-log.txt" 2>&1 &
+fi
+wait "$bench"
 echo "exit $? after $(( $(date +%s) - start )) s" >> "$OUT/$STEP-log.txt"
 [ -n "$smi" ] && kill "$smi" 2>/dev/null
 for run in "${runs[@]}"; do  # records, also of a run the time limit stopped

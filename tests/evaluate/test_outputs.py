@@ -8,7 +8,7 @@ import warnings
 
 import pytest
 import torch
-from safetensors.torch import save_file
+from safetensors.torch import load_file, save_file
 
 from kbx.evaluate import outtree
 from kbx.evaluate.outputs import (
@@ -421,3 +421,41 @@ def test_case_bytes_cap_policy():
     assert case_bytes_cap(-5) == 64 << 20
     assert case_bytes_cap(1 << 30) == (4 << 30) + (64 << 20)
     assert outtree.MAX_RUNS == 4 and outtree.MAX_DEPTH == 16 and outtree.MAX_NODES == 4096
+
+
+# ---- the layout: safetensors' own, written and read without copies ----
+
+
+def test_safetensors_reads_what_kbx_writes(tmp_path):
+    runs = [
+        (torch.randn(5, 3), torch.arange(7, dtype=torch.int16), torch.ones(2, dtype=torch.bool))
+    ]
+    path = tmp_path / write_case(tmp_path, "timed", 0, runs)
+    loaded = load_file(str(path))
+    assert sorted(loaded) == ["t0", "t1", "t2"]
+    assert all(torch.equal(loaded[f"t{i}"], runs[0][i]) for i in range(3))
+
+
+def test_read_tensors_are_views_of_the_one_buffer_the_file_was_read_into(tmp_path):
+    runs = [
+        (torch.randn(1000), torch.arange(10, dtype=torch.int8), torch.randn(4, dtype=torch.float64))
+    ]
+    path = tmp_path / write_case(tmp_path, "cases", 0, runs)
+    back = read_case(path, CAP)[0]
+    assert same(list(back), list(runs[0]))
+    storages = {t.untyped_storage().data_ptr() for t in back}
+    assert len(storages) == 1  # one buffer: no tensor was copied out of it
+    assert back[0].untyped_storage().nbytes() == path.stat().st_size
+
+
+def test_misaligned_entries_are_refused(tmp_path):
+    header = {
+        "__metadata__": {TREE_KEY: json.dumps(tree(ref(), ref("t1")))},
+        "t0": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]},
+        "t1": {"dtype": "F32", "shape": [1], "data_offsets": [1, 5]},
+    }
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    path = tmp_path / "cases-0.safetensors"
+    path.write_bytes(struct.pack("<Q", len(text)) + text + b"\0" * 5)
+    expect(path, "t1 is not aligned to its 4-byte elements")

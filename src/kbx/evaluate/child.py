@@ -14,7 +14,6 @@ raise the cost of forging it; docs/design/trust-model.md says what remains open.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import os
@@ -222,10 +221,8 @@ def write_output(
     candidate rewrites afterwards no longer matches."""
     from kbx.evaluate import outputs
 
-    data = outputs.encode_case(runs)
     name = outputs.file_name(kind, index)
-    Path(name).write_bytes(data)
-    digest = hashlib.sha256(data).hexdigest()
+    digest = outputs.save_case(Path(name), runs)
     extra = {} if variant is None else {"variant": variant}
     channel.send("output", kind=kind, index=index, file=name, sha256=digest, **extra)
 

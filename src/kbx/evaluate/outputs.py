@@ -7,8 +7,10 @@ is written by a process that ran untrusted code, so ``read_case`` treats it as h
 only a regular file (no link, no FIFO), reads it whole under a size cap (no mapping: a file
 truncated under the parent would kill it with SIGBUS), checks its hash against the one the child
 announced, validates the tree against a schema (depth, node count, run count), and insists that
-the tree and the entries match one to one.  Complex tensors are stored as ``torch.view_as_real``
-and marked in the tree; a bool tensor holding bytes other than 0 and 1 is refused.
+the tree and the entries match one to one.  The tensors are written from their own memory and
+read back as views of the one buffer the file was read into (``tensorfile``).  Complex tensors
+are stored as ``torch.view_as_real`` and marked in the tree; a bool tensor holding bytes other
+than 0 and 1 is refused.
 ``encode_case`` raises ``OutputError`` for what ``read_case`` would refuse, so what it encodes
 always reads back.
 """
@@ -23,12 +25,11 @@ import struct
 from pathlib import Path
 from typing import Any
 
-import safetensors
 import torch
 from pydantic import ConfigDict, TypeAdapter
 from pydantic import ValidationError as _ValidationError
-from safetensors.torch import save
 
+from kbx.evaluate import tensorfile
 from kbx.evaluate.channel import explain, one_line
 from kbx.evaluate.outtree import (
     COMPLEX,
@@ -38,7 +39,6 @@ from kbx.evaluate.outtree import (
     MAX_HEADER_BYTES,
     MAX_RUNS,
     META,
-    STORED,
     TREE_KEY,
     Bool,
     Complex,
@@ -51,6 +51,8 @@ from kbx.evaluate.outtree import (
     check,
     parse_tree,
 )
+
+U8 = torch.uint8
 
 
 def case_bytes_cap(expected_bytes: int) -> int:
@@ -69,19 +71,35 @@ def file_name(kind: str, index: int) -> str:
 
 def encode_case(runs: list[Any]) -> bytes:
     """The file's bytes for ``runs`` (outputs as ``runner.to_cpu`` makes them)."""
+    return b"".join(case_pieces(runs))
+
+
+def case_pieces(runs: list[Any]) -> list[bytes | memoryview]:
+    """The file's bytes for ``runs`` in pieces: its header, then each tensor's own memory
+    (``tensorfile.pieces``: nothing copied)."""
     if len(runs) > MAX_RUNS:
         raise OutputError(f"{len(runs)} runs, over {MAX_RUNS}")
     tensors: dict[str, torch.Tensor] = {}
     taken: set[int] = set()  # their storages
     tree = json.dumps({"version": 1, "runs": [encode(run, tensors, taken, 1) for run in runs]})
     check(parse_tree(tree))
-    return save(tensors, metadata={TREE_KEY: tree})
+    return tensorfile.pieces(tensors, {TREE_KEY: tree})
+
+
+def save_case(path: Path, runs: list[Any]) -> str:
+    """Write ``runs`` to ``path``; the SHA-256 of the bytes written."""
+    digest, pieces = hashlib.sha256(), case_pieces(runs)  # no file for what cannot be stored
+    with open(path, "wb") as f:
+        for piece in pieces:
+            f.write(piece)
+            digest.update(piece)
+    return digest.hexdigest()
 
 
 def write_case(folder: Path, kind: str, index: int, runs: list[Any]) -> str:
     """Save ``runs`` in ``folder`` under ``file_name``; the name."""
     name = file_name(kind, index)
-    (folder / name).write_bytes(encode_case(runs))
+    save_case(folder / name, runs)
     return name
 
 
@@ -128,15 +146,16 @@ def read_case(path: Path, max_bytes: int, sha256: str | None = None) -> list[Any
     anything but what ``encode_case`` could have made."""
     try:
         data = read_bytes(path, max_bytes)
-        if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+        if sha256 is not None and hashlib.sha256(tensorfile.numpy(data).data).hexdigest() != sha256:
             raise OutputError("its bytes are not those the child announced")
         return decode_case(data)
     except OutputError as exc:
         raise OutputError(f"{path.name}: {exc}") from None
 
 
-def read_bytes(path: Path, max_bytes: int) -> bytes:
-    """The bytes of ``path`` if it is a regular file (not a link) of at most ``max_bytes``."""
+def read_bytes(path: Path, max_bytes: int) -> torch.Tensor:
+    """The bytes of ``path`` if it is a regular file (not a link) of at most ``max_bytes``, read
+    once into an uninitialised uint8 tensor of the file's size (nothing zero-filled first)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
@@ -147,69 +166,69 @@ def read_bytes(path: Path, max_bytes: int) -> bytes:
             raise OutputError("not a regular file")
         if info.st_size > max_bytes:
             raise OutputError(f"too large ({info.st_size} bytes, cap {max_bytes})")
-        with open(fd, "rb", closefd=False) as f:
-            data = f.read(max_bytes + 1)
+        data = torch.empty(info.st_size, dtype=torch.uint8)
+        view = tensorfile.numpy(data).data
+        with open(fd, "rb", closefd=False, buffering=0) as f:
+            got = 0
+            while got < len(view) and (n := f.readinto(view[got:])):
+                got += n
+            if got < len(view) or f.read(1):
+                raise OutputError("changed size while read")
     finally:
         os.close(fd)
-    if len(data) > max_bytes:
-        raise OutputError(f"grew past the cap of {max_bytes} bytes while read")
     return data
 
 
-def decode_case(data: bytes) -> list[Any]:
-    """The runs in a file's bytes, checked as ``read_case`` says."""
-    tree = parse_tree(tree_text(data))
+def decode_case(data: bytes | torch.Tensor) -> list[Any]:
+    """The runs in a file's bytes (a uint8 tensor, as ``read_bytes`` makes), checked as
+    ``read_case`` says; the tensors are views of ``data`` (of a copy, for ``bytes``)."""
+    buf = data if isinstance(data, torch.Tensor) else torch.frombuffer(bytearray(data), dtype=U8)
+    size, header = read_header(buf)
+    meta = metadata(header)
+    if set(meta) - {TREE_KEY}:
+        raise OutputError(f"metadata other than {TREE_KEY}")
+    tree = parse_tree(meta.get(TREE_KEY))
     refs = check(tree)
-    try:
-        entries = dict(safetensors.deserialize(data))
-    except safetensors.SafetensorError as exc:
-        raise OutputError(f"not a valid safetensors file ({one_line(str(exc), 200)})") from None
+    entries = tensorfile.tensors(buf, 8 + size, header)
     names = [r.name for r in refs]
     if len(set(names)) != len(names) or set(names) != set(entries):
         raise OutputError("the tree and the tensors do not match")
-    tensors = {r.name: restore(entries[r.name], r) for r in refs}
-    return [build(node, tensors) for node in tree.runs]
+    restored = {r.name: restore(entries[r.name], r) for r in refs}
+    return [build(node, restored) for node in tree.runs]
 
 
 _HEADER: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 _METADATA: TypeAdapter[dict[str, str]] = TypeAdapter(dict[str, str], config=ConfigDict(strict=True))
 
 
-def tree_text(data: bytes) -> str | None:
-    """The tree's JSON from the header's metadata (the entries are left to ``safetensors``)."""
-    size = struct.unpack("<Q", data[:8])[0] if len(data) >= 8 else -1
+def read_header(data: torch.Tensor) -> tuple[int, dict[str, Any]]:
+    """The header's length and its JSON object."""
+    size = struct.unpack("<Q", tensorfile.numpy(data[:8]).tobytes())[0] if len(data) >= 8 else -1
     if not 0 < size <= min(MAX_HEADER_BYTES, len(data) - 8):
         raise OutputError("not a valid safetensors file (no header of a valid length)")
     try:
-        meta = _METADATA.validate_python(_HEADER.validate_json(data[8 : 8 + size]).get(META, {}))
+        return size, _HEADER.validate_json(tensorfile.numpy(data[8 : 8 + size]).tobytes())
     except _ValidationError as exc:
         raise OutputError(one_line(f"not a valid safetensors header: {explain(exc)}")) from None
-    if set(meta) - {TREE_KEY}:
-        raise OutputError(f"metadata other than {TREE_KEY}")
-    return meta.get(TREE_KEY)
 
 
-def restore(entry: dict[str, Any], ref: TensorRef) -> torch.Tensor:
+def metadata(header: dict[str, Any]) -> dict[str, str]:
+    try:
+        return _METADATA.validate_python(header.get(META, {}))
+    except _ValidationError as exc:
+        raise OutputError(one_line(f"not a valid safetensors header: {explain(exc)}")) from None
+
+
+def restore(t: torch.Tensor, ref: TensorRef) -> torch.Tensor:
     """A stored entry as the tensor the child saved, else ``OutputError``."""
-    dtype = STORED.get(entry["dtype"])
-    if dtype is None:
-        raise OutputError(f"tensor {ref.name} of unsupported dtype {entry['dtype']}")
-    raw, shape = entry["data"], entry["shape"]
-    try:  # ``raw``: a bytearray of its own, from ``safetensors.deserialize``
-        t = (
-            torch.frombuffer(raw, dtype=dtype).reshape(shape)
-            if raw
-            else torch.empty(shape, dtype=dtype)
-        )
-    except (RuntimeError, ValueError, TypeError, OverflowError) as exc:
-        raise OutputError(one_line(f"tensor {ref.name} of shape {shape}: {exc}")) from None
-    if dtype == torch.bool and t.numel() and int(t.view(torch.uint8).max()) > 1:
+    if t.dtype == torch.bool and t.numel() and int(t.view(torch.uint8).max()) > 1:
         raise OutputError(f"bool tensor {ref.name} holds bytes other than 0 and 1")
     if not ref.complex:
         return t
     if t.dtype not in COMPLEX.values() or t.dim() == 0 or t.shape[-1] != 2:
         raise OutputError(f"complex tensor {ref.name} stored as {t.dtype} {list(t.shape)}")
-    return torch.view_as_complex(t)
+    # a view of the file's buffer may sit at an odd float offset, which complex views refuse
+    return torch.view_as_complex(t if t.storage_offset() % 2 == 0 else t.clone())
 
 
 def build(node: Any, tensors: dict[str, torch.Tensor]) -> Any:
