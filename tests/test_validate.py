@@ -63,3 +63,22 @@ def test_the_whole_suite_validates_on_cpu(tmp_path, capsys):
     reports = validate(tasks, EvalConfig(device="cpu", run_dir=tmp_path), jobs=2, on_done=on_done)
     failed = {r.task_id: r.failures for r in reports if not r.ok}
     assert not failed
+
+
+def test_op_evidence_is_asked_of_candidates_and_not_of_kbx_s_own_reference():
+    """``kbx validate`` runs kbx's own reference with the Triton requirement off: its child
+    records no op evidence (no profiler sessions), and the parent asks none of it."""
+    from kbx.config import Limits
+    from kbx.evaluate import expect
+    from kbx.evaluate.follow import Follower
+
+    task = find("Math/rsqrt")
+    plan = expect.expected(task, "cuda", timed=False)
+
+    def follower(triton: bool) -> Follower:
+        return Follower(0, plan, Limits(), "cuda", perf=False, triton=triton)
+
+    assert follower(True).ops_expected() == {("cases", i) for i in range(len(task.cases))} | {
+        ("bench", i) for i in range(len(task.bench))
+    }
+    assert follower(False).ops_expected() == set()

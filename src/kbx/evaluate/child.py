@@ -188,9 +188,12 @@ def op_sessions(
 ) -> tuple[Callable[[], None], Callable[[], dict[str, int]], Callable[[str, int], None]]:
     """The op recorder's sessions (``opcheck``), its harness range on the plan and its launch
     range on the counter: ``start``, ``stop``, and ``after``, which ends a case's session,
-    reports its operations and starts the next one's."""
+    reports its operations and starts the next one's.  None where Triton is not required: the
+    profiler's CUDA trace of a torch reference's thousands of kernels costs CPU time of its own."""
     from kbx.evaluate import opcheck
 
+    if not job["require_triton"]:  # kbx's own reference (``kbx validate``): no evidence needed
+        return (lambda: None), (lambda: {}), (lambda kind, index: None)
     recorder = opcheck.OpRecorder(gpu=job["device"] == "cuda")
     recorder.kernels = counter.kernels
     start, stop = recorder.start, recorder.stop
