@@ -76,3 +76,29 @@ def test_the_hook_cannot_be_removed(tmp_path: Path) -> None:
     code = "import sys\nsys.audit_hooks = []\nimport gc\ngc.get_objects()\n"
     done = run_candidate(tmp_path, code)
     assert "a candidate may not use gc.get_objects" in done.stderr
+
+
+def test_each_code_file_is_resolved_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Events come by the thousand (Triton's launches read functions' ``__code__``): where a
+    frame's file lies is looked up once per file name, not by a ``realpath`` per frame and
+    event."""
+    from kbx.evaluate import guard
+
+    here = str(Path(__file__).resolve().parent) + "/"
+    resolved: list[str] = []
+    real = guard.os.path.realpath
+
+    def counted(path: str, **kwargs: object) -> str:
+        resolved.append(path)
+        return real(path, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(guard.os.path, "realpath", counted)
+    hook = guard.Guard((here,))
+
+    def f() -> None:
+        pass
+
+    for _ in range(50):
+        hook("object.__getattr__", (f, "__code__"))
+    assert resolved.count(__file__) == 1
+    assert hook.kinds[__file__] == "trusted"

@@ -50,6 +50,7 @@ class Guard:
         self.trusted = trusted
         self.inside = threading.local()
         self.denied: list[str] = []
+        self.kinds: dict[str, str] = {}  # a code file name -> where it lies (``kind``)
 
     def __call__(self, event: str, args: tuple[Any, ...]) -> None:
         if not (
@@ -96,20 +97,36 @@ class Guard:
         first = True
         while frame is not None:
             name = frame.f_code.co_filename
-            real = os.path.realpath(name)
-            if self.is_trusted(real):  # installed packages sit below the stdlib in a venv
+            kind = self.kinds.get(name) or self.kind(name)
+            if kind == "trusted":  # installed packages sit below the stdlib in a venv
                 return None
-            if name.startswith(TRANSPARENT):
+            if kind == "transparent":
                 if event == "compile" and "importlib" in name:
                     return None
-            elif real.startswith(STDLIB):
-                if first and event == "sys._getframe" and not real.endswith(FRAME_GIVERS):
+            elif kind in ("stdlib", "giver"):
+                if first and event == "sys._getframe" and kind != "giver":
                     return None
             else:
                 return f"{os.path.basename(name)}:{frame.f_lineno}"
             first = False
             frame = frame.f_back  # type: ignore[assignment]
         return None
+
+    def kind(self, name: str) -> str:
+        """Where code of this file name lies: trusted, transparent (the import machinery),
+        stdlib, giver (a stdlib module that hands frames back) or other; resolved once per
+        name, since a path's ``realpath`` costs system calls and events come by the thousand."""
+        real = os.path.realpath(name)
+        if self.is_trusted(real):
+            kind = "trusted"
+        elif name.startswith(TRANSPARENT):
+            kind = "transparent"
+        elif real.startswith(STDLIB):
+            kind = "giver" if real.endswith(FRAME_GIVERS) else "stdlib"
+        else:
+            kind = "other"
+        self.kinds[name] = kind
+        return kind
 
 
 def trusted_folders() -> tuple[str, ...]:
