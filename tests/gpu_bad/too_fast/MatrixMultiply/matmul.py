@@ -1,6 +1,9 @@
 """Known-bad (GPU only): a correct Triton matmul that caches its result keyed on the *contents*
-of its inputs (a cheap fingerprint: shapes and two sums, each a Triton kernel of its own, so that
-no torch computation gives it away before the timing does).
+of its inputs (a cheap fingerprint: shapes and two sums of the inputs' bits as integers, each a
+Triton kernel of its own, so that no torch computation gives it away before the timing does).
+The sums are of integers so that the fingerprint does not depend on the order of the atomic
+adds: with float sums the same contents gave other keys on the H200, the cache never hit, and
+the candidate passed at its real speed (docs/validation/h200-2026-12-03b/).
 
 Every correctness case and refill has new contents, so it computes and passes; timed calls see
 contents they have seen before and return the cached product after reading the inputs once,
@@ -50,14 +53,18 @@ def _compute(a, b):
 @triton.jit
 def _sum(x, total, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.atomic_add(total, tl.sum(tl.load(x + offs, mask=offs < n, other=0.0).to(tl.float32)))
+    bits = tl.load(x + offs, mask=offs < n, other=0).to(tl.int64)
+    tl.atomic_add(total, tl.sum(bits))  # integers: the same total in any order of the adds
+
+
+_BITS = {2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 def _fingerprint(x):
-    flat = x.contiguous()
-    total = torch.zeros(1, device=x.device, dtype=torch.float32)
+    flat = x.contiguous().view(_BITS[x.element_size()])
+    total = torch.zeros(1, device=x.device, dtype=torch.int64)
     _sum[(triton.cdiv(flat.numel(), 4096),)](flat, total, flat.numel(), BLOCK=4096)
-    return float(total.item())
+    return int(total.item())
 
 
 def matmul(tensor1, tensor2):
