@@ -188,7 +188,7 @@ def op_sessions(
 ) -> tuple[Callable[[], None], Callable[[], dict[str, int]], Callable[[str, int], None]]:
     """The op recorder's sessions (``opcheck``), its harness range on the plan and its launch
     range on the counter: ``start``, ``stop``, and ``after``, which ends a case's session,
-    reports its operations and starts the next one's.  None where Triton is not required: the
+    reports its operations and starts the next one's.  No-ops where Triton is not required: the
     profiler's CUDA trace of a torch reference's thousands of kernels costs CPU time of its own."""
     from kbx.evaluate import opcheck
 

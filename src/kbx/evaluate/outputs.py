@@ -52,8 +52,6 @@ from kbx.evaluate.outtree import (
     parse_tree,
 )
 
-U8 = torch.uint8
-
 
 def case_bytes_cap(expected_bytes: int) -> int:
     """The largest output file ``read_case`` should accept for a case whose reference outputs
@@ -182,7 +180,7 @@ def read_bytes(path: Path, max_bytes: int) -> torch.Tensor:
 def decode_case(data: bytes | torch.Tensor) -> list[Any]:
     """The runs in a file's bytes (a uint8 tensor, as ``read_bytes`` makes), checked as
     ``read_case`` says; the tensors are views of ``data`` (of a copy, for ``bytes``)."""
-    buf = data if isinstance(data, torch.Tensor) else torch.frombuffer(bytearray(data), dtype=U8)
+    buf = data if isinstance(data, torch.Tensor) else tensorfile.buffer(data)
     size, header = read_header(buf)
     meta = metadata(header)
     if set(meta) - {TREE_KEY}:

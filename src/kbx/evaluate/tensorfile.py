@@ -25,10 +25,8 @@ from kbx.evaluate.channel import explain, one_line
 from kbx.evaluate.outtree import META, STORED, OutputError
 
 NAMES = {dtype: name for name, dtype in STORED.items()}
-# every dtype name safetensors knows (bytes per element; 0: fewer than 8 bits), kept or not
-SIZES = {name: dtype.itemsize for name, dtype in STORED.items()}
-SIZES |= {"U16": 2, "U32": 4, "U64": 8, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E8M0": 1, "C64": 8}
-SIZES |= {"F4": 0, "F6_E2M3": 0, "F6_E3M2": 0}
+# the dtype names safetensors knows besides the ones kbx keeps
+OTHER = frozenset("U16 U32 U64 F8_E5M2 F8_E4M3 F8_E8M0 F4 F6_E2M3 F6_E3M2 C64".split())
 Offset = Annotated[int, Field(ge=0)]
 # the C method itself: the child counts the candidate's calls of ``torch.Tensor.numpy`` by
 # patching that name (``opcheck``), and kbx's own writes are not the candidate's reads
@@ -42,6 +40,11 @@ class Entry(BaseModel):
     dtype: str
     shape: list[Offset]
     data_offsets: Annotated[list[Offset], Field(min_length=2, max_length=2)]
+
+
+def buffer(data: bytes) -> torch.Tensor:
+    """A uint8 tensor over a writable copy of ``data``, as ``tensors`` reads."""
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8)
 
 
 def invalid(reason: str) -> OutputError:
@@ -79,11 +82,13 @@ def tensors(buf: torch.Tensor, start: int, header: dict[str, Any]) -> dict[str, 
             entry = Entry.model_validate(raw)
         except _ValidationError as exc:
             raise invalid(f"tensor {name}: {explain(exc)}") from None
-        if entry.dtype not in SIZES:
+        dtype = STORED.get(entry.dtype)
+        if dtype is None and entry.dtype in OTHER:
+            raise OutputError(f"tensor {name} of unsupported dtype {entry.dtype}")
+        if dtype is None:
             raise invalid(f"tensor {name}: unknown dtype {entry.dtype}")
         begin, end = entry.data_offsets
-        size = math.prod(entry.shape) * SIZES[entry.dtype]
-        if end - begin != size or (SIZES[entry.dtype] == 0 and entry.shape):
+        if end - begin != math.prod(entry.shape) * dtype.itemsize:
             raise invalid(f"tensor {name}: {end - begin} bytes for {entry.dtype} {entry.shape}")
         spans.append((begin, end, name, entry))
     spans.sort(key=lambda s: (s[0], s[1]))
@@ -96,9 +101,7 @@ def tensors(buf: torch.Tensor, start: int, header: dict[str, Any]) -> dict[str, 
         raise invalid(f"{len(data) - at} bytes after the last tensor's")
     out: dict[str, torch.Tensor] = {}
     for begin, end, name, entry in spans:
-        dtype = STORED.get(entry.dtype)
-        if dtype is None:
-            raise OutputError(f"tensor {name} of unsupported dtype {entry.dtype}")
+        dtype = STORED[entry.dtype]
         if (start + begin) % dtype.itemsize:
             raise invalid(f"tensor {name} is not aligned to its {dtype.itemsize}-byte elements")
         out[name] = data[begin:end].view(dtype).reshape(entry.shape)
