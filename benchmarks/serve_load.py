@@ -91,6 +91,12 @@ class Load:
         self.verdicts: Counter[str] = Counter()
         self.errors: list[str] = []
 
+    def status(self) -> str:
+        """Where the load stands, for the log of a run cut off by a time limit."""
+        with self.lock:
+            got = sum(self.received.values())
+            return f"{self.submitted} submitted, {len(self.accepted)} accepted, {got} answered"
+
     def take(self, rng: random.Random) -> list[dict[str, Any]]:
         with self.lock:
             n = min(rng.randint(1, 4), self.total - self.submitted)
@@ -138,6 +144,9 @@ def run_load(server: Server, args: argparse.Namespace) -> dict[str, Any]:
         thread.start()
     while load.submitted < args.submissions // 2:
         time.sleep(0.05)
+        if time.monotonic() - began > args.time_limit_s:
+            raise SystemExit(f"half the submissions not in after --time-limit-s: {load.status()}")
+    print(f"kill at {time.monotonic() - began:.1f} s: {load.status()}", file=sys.stderr)
     server.kill()
     killed = time.monotonic()
     server.start()
@@ -146,7 +155,8 @@ def run_load(server: Server, args: argparse.Namespace) -> dict[str, Any]:
         thread.join(max(1.0, args.time_limit_s - (time.monotonic() - began)))
     wall_s = time.monotonic() - began
     if any(t.is_alive() for t in threads):
-        raise SystemExit(f"the load ran past --time-limit-s {args.time_limit_s}")
+        raise SystemExit(f"the load ran past --time-limit-s {args.time_limit_s}: {load.status()}")
+    print(f"load done in {wall_s:.1f} s: {load.status()}", file=sys.stderr)
     return check(server, load, wall_s, downtime_s)
 
 
@@ -195,6 +205,7 @@ def per_tier(server: Server, count: int, tier: str) -> dict[str, Any]:
         code = f"{path.read_text()}\n# {stamp} {i}\n"
         items.append({"task_id": f"{path.parent.name}/{path.stem}", "code": code, "tier": tier})
     began = time.monotonic()
+    print(f"{tier} tier: {count} fresh reference solutions", file=sys.stderr)
     with Client(server.url, retry=RETRY, timeout_s=600) as http:
         jobs = [
             job for chunk in range(0, count, 64) for job in http.evaluate(items[chunk : chunk + 64])
@@ -202,7 +213,9 @@ def per_tier(server: Server, count: int, tier: str) -> dict[str, Any]:
     wall_s = time.monotonic() - began
     passed = sum(job["result"]["verdict"] == "passed" for job in jobs)
     per_hour = round(count / wall_s * 3600)
-    return {"tier": tier, "evaluations": count, "passed": passed, "per_device_hour": per_hour}
+    figures = {"tier": tier, "evaluations": count, "passed": passed, "per_device_hour": per_hour}
+    print(json.dumps(figures), file=sys.stderr)  # kept by a run a time limit cuts off later
+    return figures
 
 
 def main() -> None:
@@ -225,6 +238,7 @@ def main() -> None:
     server = Server(state, ["--max-queue", "100000"], device=args.device).start()
     try:
         figures: dict[str, Any] = {"device": args.device, "load": run_load(server, args)}
+        print(json.dumps(figures["load"]), file=sys.stderr)
         if args.per_tier:
             figures["tiers"] = [per_tier(server, args.per_tier, t) for t in ("quick", "standard")]
     finally:

@@ -12,7 +12,8 @@ OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 STEPS=" ${STEPS:-clients serve} "
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
   .whl/*.whl .whl-clients/*.whl > "$OUT/install.txt" 2>&1 || { cat "$OUT/install.txt"; exit 1; }
-tar -xJf .whl-clients/ray-stripped.tar.xz -C /tmp/site || exit 1
+# Ray only where it is carried (the serve step does without it)
+[ -f .whl-clients/ray-stripped.tar.xz ] && { tar -xJf .whl-clients/ray-stripped.tar.xz -C /tmp/site || exit 1; }
 export PYTHONPATH=$PWD/src:/tmp/site PYTHONUNBUFFERED=1 KBX_CACHE_DIR=$PWD/runs/tp
 [ -f "$OUT/env.txt" ] || bash scripts/gpu_env.sh > "$OUT/env.txt" 2>&1
 if [[ $STEPS == *" clients "* ]]; then
@@ -25,7 +26,7 @@ fi
 if [[ $STEPS == *" serve "* ]]; then
   start=$(date +%s)
   timeout "${LIMIT_SERVE:-280}" python3 benchmarks/serve_load.py --device cuda \
-    --submissions "${SUBMISSIONS:-2000}" --per-tier "${PER_TIER:-64}" \
+    --submissions "${SUBMISSIONS:-1000}" --per-tier "${PER_TIER:-32}" \
     --time-limit-s "${LOAD_S:-150}" --state runs/serve-load --out "$OUT/serve-load.json" \
     > "$OUT/serve-log.txt" 2>&1
   echo "exit $? wall $(( $(date +%s) - start )) s" >> "$OUT/serve-log.txt"

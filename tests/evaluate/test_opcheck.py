@@ -58,21 +58,58 @@ def test_copies_into_numpy_outside_a_launch_are_counted():
     assert calls["kbx::python_read"] == 1 and intact()
 
 
-def kernel(name: str, us: int) -> SimpleNamespace:
+def kernel(name: str, us: int, kind: str = "kernel") -> SimpleNamespace:
     return SimpleNamespace(
-        name=name, device_type="DeviceType.CUDA", time_range=SimpleNamespace(elapsed_us=lambda: us)
+        name=name,
+        device_type="DeviceType.CUDA",
+        activity_type=kind,
+        is_user_annotation=kind == "gpu_user_annotation",
+        time_range=SimpleNamespace(elapsed_us=lambda: us),
     )
 
 
+def cpu_op(name: str, kernels: list[SimpleNamespace], parent: object = None) -> SimpleNamespace:
+    """A CPU event with the kernels the profiler linked to it (``FunctionEvent.kernels``)."""
+    linked = [SimpleNamespace(name=k.name, duration=k.time_range.elapsed_us()) for k in kernels]
+    return SimpleNamespace(
+        name=name, device_type="DeviceType.CPU", kernels=linked, cpu_parent=parent
+    )
+
+
+SKIP = ("kbx::harness:t0", "kbx::launch:t0")
+
+
 def test_the_gpu_time_share_counts_triton_kernels_against_the_candidate_s_torch_kernels():
-    op = SimpleNamespace(name="aten::copy_", device_time_total=300, cpu_parent=None)
-    events = [kernel("_gelu_kernel", 700), kernel("elementwise_kernel", 300), op]
-    calls = opcheck.gpu_times(events, lambda e: e is op, {"_gelu_kernel"})
+    torch_kernel = kernel("elementwise_kernel", 300)
+    events = [kernel("_gelu_kernel", 700), torch_kernel, cpu_op("aten::copy_", [torch_kernel])]
+    calls = opcheck.gpu_times(events, SKIP, {"_gelu_kernel"})
     assert calls == {opcheck.TRITON_US: 700, opcheck.OTHER_US: 300}
     assert opcheck.triton_share(calls) == 0.7 and calls == {}
-    decoy = opcheck.gpu_times([kernel("_copy_one", 2), op], lambda e: e is op, {"_copy_one"})
+    decoy = opcheck.gpu_times([kernel("_copy_one", 2), *events[1:]], SKIP, {"_copy_one"})
     assert opcheck.triton_share(decoy) < opcheck.MIN_TRITON_SHARE
     assert opcheck.triton_share({}) is None  # the CPU: no GPU time recorded
+
+
+def test_a_kernel_no_torch_operation_launched_counts_against_the_share():
+    """A one-element Triton decoy beside a CUDA kernel of an extension the candidate built
+    (``tests/exploits_gpu/load_inline``): the profiler links that kernel to no operation."""
+    events = [kernel("_copy_one", 2), kernel("relu_kernel", 130)]
+    share = opcheck.triton_share(opcheck.gpu_times(events, SKIP, {"_copy_one"}))
+    assert share is not None and share < opcheck.MIN_TRITON_SHARE
+
+
+def test_kbx_s_own_copies_and_the_gpu_spans_of_ranges_do_not_count():
+    copy = kernel("Memcpy DtoH (Device -> Pageable)", 900, "gpu_memcpy")
+    harness = cpu_op(SKIP[0], [])
+    inside = cpu_op("aten::copy_", [copy], parent=cpu_op("aten::to", [], parent=harness))
+    span = kernel("mine", 5_000, "gpu_user_annotation")  # a range the candidate opened
+    named = kernel("_gelu_kernel", 4_000, "gpu_user_annotation")  # ... named like its kernel
+    events = [kernel("_gelu_kernel", 700), copy, harness, inside, span, named]
+    calls = opcheck.gpu_times(events, SKIP, {"_gelu_kernel"})
+    assert calls == {opcheck.TRITON_US: 700, opcheck.OTHER_US: 0}
+    outside = cpu_op("aten::copy_", [copy], parent=cpu_op("mine", []))  # the candidate's copy
+    calls = opcheck.gpu_times([*events[:2], outside], SKIP, {"_gelu_kernel"})
+    assert calls == {opcheck.TRITON_US: 700, opcheck.OTHER_US: 900}
 
 
 def test_the_share_is_judged_over_all_the_cases_together():

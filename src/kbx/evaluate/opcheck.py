@@ -104,7 +104,7 @@ class OpRecorder:
             raise Tampered("kbx's profiler session was restarted during the candidate's run")
         calls = dict(_count(e.name for e in events if self.own(e)))
         if self.gpu:
-            calls.update(gpu_times(events, self.own, self.kernels))
+            calls.update(gpu_times(events, self.skip, self.kernels))
         if self.python_reads:
             calls["kbx::python_read"], self.python_reads = self.python_reads, 0
         return calls
@@ -159,9 +159,10 @@ def ancestors(event: Any) -> Iterator[Any]:
 
 TRITON_US, OTHER_US = "kbx::gpu_triton_us", "kbx::gpu_other_us"
 # A case passes the GPU-time rule when at least this share of the GPU time its own calls made
-# went to its Triton kernels (the rest: kernels of the torch operations on its path, glue
-# included).  Set low on purpose until the GPU validation issue measures the reference
-# solutions' shares: allocations and fills beside a kernel must never reject an honest one.
+# went to its Triton kernels (the rest: every other kernel, copy and fill it caused, of torch
+# operations on its path, glue included, or of none).  Set low on purpose until the GPU
+# validation issue measures the reference solutions' shares: allocations and fills beside a
+# kernel must never reject an honest one.
 MIN_TRITON_SHARE = 0.10
 # ... judged over all the cases of a candidate together, not case by case: on a correctness case
 # of a few thousand elements the fixed cost of an allocation or a fill beside a kernel of a few
@@ -169,16 +170,37 @@ MIN_TRITON_SHARE = 0.10
 # GPU time (docs/design/trust-model.md).  A decoy beside torch compute is under it either way.
 
 
-def gpu_times(events: list[Any], own: Any, kernels: set[str]) -> dict[str, int]:
-    """Microseconds of GPU time in the candidate's Triton kernels (by name) and in kernels of
-    the torch operations it called itself (``own``)."""
-    triton_us = sum(
-        e.time_range.elapsed_us()
+def gpu_times(events: list[Any], skip: tuple[str, ...], kernels: set[str]) -> dict[str, int]:
+    """Microseconds of GPU time in the candidate's Triton kernels (by name) and in all the
+    other work the GPU ran in the session, less what was launched inside kbx's ranges
+    (``skip``).  Work launched outside any torch operation counts as the candidate's too: a
+    CUDA kernel of an extension it built is no operation's."""
+    work = [e for e in events if device_work(e)]
+    triton_us = sum(e.time_range.elapsed_us() for e in work if e.name in kernels)
+    rest_us = sum(e.time_range.elapsed_us() for e in work if e.name not in kernels)
+    kbx_us = sum(
+        k.duration
         for e in events
-        if str(getattr(e, "device_type", "")).endswith("CUDA") and e.name in kernels
+        if getattr(e, "kernels", None) and in_range(e, skip)
+        for k in e.kernels
+        if k.name not in kernels
     )
-    other_us = sum(int(getattr(e, "device_time_total", 0) or 0) for e in events if own(e))
-    return {TRITON_US: int(triton_us), OTHER_US: int(other_us)}
+    return {TRITON_US: int(triton_us), OTHER_US: int(max(0, rest_us - kbx_us))}
+
+
+def device_work(event: Any) -> bool:
+    """A kernel, copy or fill the GPU ran; not a range's span on the GPU's timeline."""
+    if not str(getattr(event, "device_type", "")).endswith("CUDA"):
+        return False
+    return not (
+        getattr(event, "activity_type", None) == "gpu_user_annotation"
+        or getattr(event, "is_user_annotation", False)
+    )
+
+
+def in_range(event: Any, skip: tuple[str, ...]) -> bool:
+    """Whether a CPU event is one of the ranges ``skip`` names or lies inside one."""
+    return event.name in skip or any(p.name in skip for p in ancestors(event))
 
 
 def triton_share(calls: dict[str, int]) -> float | None:
