@@ -3,6 +3,7 @@ GPU-time share from profiler events (the GPU run belongs to the GPU validation i
 
 from __future__ import annotations
 
+import contextlib
 from types import SimpleNamespace
 
 import torch
@@ -124,3 +125,34 @@ def test_the_share_is_judged_over_all_the_cases_together():
     share = opcheck.overall_share(sum(t for t, _ in decoy), sum(o for _, o in decoy))
     assert share is not None and share < opcheck.MIN_TRITON_SHARE
     assert opcheck.overall_share(0, 0) is None  # the CPU: no GPU time recorded
+
+
+def test_candidate_code_kbx_calls_inside_a_launch_range_counts():
+    """A grid function runs inside the launch: its torch work counts (tests/exploits/grid_compute)
+    while kbx's own inside the same launch range does not."""
+    recorder = opcheck.OpRecorder()
+    x = torch.randn(64)
+    recorder.start()
+    with recorder.launch():
+        torch.tanh(x)  # kbx's libdevice stand-in in the interpreter
+        with recorder.candidate():
+            torch.sigmoid(x)  # the candidate's grid function
+    assert opcheck.compute_ops(recorder.stop()) == {"aten::sigmoid": 1}
+
+
+def test_on_the_gpu_a_launch_has_no_range():
+    """kbx runs no torch work inside a launch on the GPU, so nothing there is left out."""
+    assert isinstance(opcheck.OpRecorder(gpu=True).launch(), contextlib.nullcontext)
+    assert not isinstance(opcheck.OpRecorder().launch(), contextlib.nullcontext)
+
+
+def test_a_kernel_of_candidate_code_inside_a_launch_range_counts_against_the_share():
+    copy = kernel("elementwise_kernel", 900)
+    launch = cpu_op(SKIP[1], [])
+    inside = cpu_op("aten::sigmoid", [copy], parent=cpu_op("kbx::candidate:t0", [], parent=launch))
+    events = [kernel("_copy_one", 2), copy, launch, inside]
+    calls = opcheck.gpu_times(events, SKIP, {"_copy_one"}, ("kbx::candidate:t0",))
+    assert calls == {opcheck.TRITON_US: 2, opcheck.OTHER_US: 900}
+    hidden = cpu_op("aten::sigmoid", [copy], parent=launch)
+    calls = opcheck.gpu_times([*events[:3], hidden], SKIP, {"_copy_one"}, ("kbx::candidate:t0",))
+    assert calls == {opcheck.TRITON_US: 2, opcheck.OTHER_US: 0}

@@ -207,7 +207,7 @@ def op_sessions(
         channel.send("ops", kind=kind, index=index, calls=top_ops(calls))
         start()
 
-    counter.mark = recorder.launch
+    counter.mark, counter.own = recorder.launch, recorder.candidate
     return start, stop, after
 
 

@@ -18,6 +18,7 @@ class LaunchCounter:
         self.depth = 0  # > 0 while inside a launch
         self.required = True  # off only when kbx validates a task's own PyTorch reference
         self.mark: Any = None  # while ops are recorded: the range around each launch (opcheck)
+        self.own: Any = None  # ... and the candidate range around its grid function in one
         self.kernels: set[str] = set()  # names of the Triton kernels launched (opcheck)
 
 
@@ -57,10 +58,17 @@ def counted(original: Any, counter: LaunchCounter, lock: str | None) -> Any:
         warm = kwargs.get("warmup", False)
         if not warm:
             counter.launches += 1
+        if joined := hooks(self):
+            raise PermissionError(
+                f"kbx: a candidate may not hook Triton's launches ({', '.join(joined)}; see kbx's"
+                " trust model)"
+            )
         counter.depth += 1
         marked = counter.mark() if counter.mark is not None else contextlib.nullcontext()
         if counter.mark is not None:  # its GPU kernel's name, for the GPU-time share
             counter.kernels.add(getattr(getattr(self, "fn", None), "__name__", ""))
+            if counter.own is not None and callable(kwargs.get("grid")):
+                kwargs["grid"] = owned(kwargs["grid"], counter.own)
         try:
             with marked:
                 if lock is None or warm or holding():
@@ -71,6 +79,39 @@ def counted(original: Any, counter: LaunchCounter, lock: str | None) -> Any:
             counter.depth -= 1
 
     return run
+
+
+# Triton's hooks that run code inside a launch, where the op recorder's launch range is: none
+# is set by kbx, Triton or torch outside inductor, so a set one is the candidate's
+RUNTIME_HOOKS = (
+    "launch_enter_hook", "launch_exit_hook", "kernel_load_start_hook", "kernel_load_end_hook",
+    "jit_cache_hook", "jit_post_compile_hook", "add_stages_inspection_hook",
+)  # fmt: skip
+
+
+def hooks(fn: Any) -> list[str]:
+    """The hooks set that would run inside this launch: the kernel's pre-run hooks and Triton's
+    runtime hooks (a chain of them counts once it holds one)."""
+    import triton
+
+    found = ["pre_run_hooks"] if getattr(fn, "pre_run_hooks", None) else []
+    runtime = getattr(getattr(triton, "knobs", None), "runtime", None)
+    for name in RUNTIME_HOOKS:
+        hook = getattr(runtime, name, None)
+        if hook is not None and getattr(hook, "calls", True):
+            found.append(name)
+    return found
+
+
+def owned(grid: Any, own: Any) -> Any:
+    """The candidate's grid function, called inside a candidate range (``OpRecorder.candidate``):
+    Triton calls it inside the launch, where the launch range would hide its torch work."""
+
+    def called(meta: Any) -> Any:
+        with own():
+            return grid(meta)
+
+    return called
 
 
 def track_streams() -> None:

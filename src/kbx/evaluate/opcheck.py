@@ -4,8 +4,12 @@
 call.  The profiler records every aten operation at the dispatcher, in C++, so patching a Python
 function (``torch.nn.functional.gelu = ...``), a ``TorchFunctionMode`` or kbx's launch counter
 hides nothing.  kbx's own torch work in the child (copies of inputs and outputs) runs inside a
-``HARNESS`` range and Triton's launch machinery inside a ``LAUNCH`` range; both are left out, as
-are operations nested inside another recorded operation.  What remains is the candidate's own
+harness range and, in the CPU interpreter, Triton's launch machinery inside a launch range (kbx's
+libdevice stand-ins compute with torch there); both are left out, as are operations nested
+inside another recorded operation.  Candidate code that runs inside a launch (its grid function)
+runs in a candidate range within it, and counts.  On the GPU there is no launch range: kbx runs
+no torch work inside a launch there, and candidate code Triton calls inside one (a grid function,
+a hook, an argument's methods) counts.  What remains is the candidate's own
 torch work, and every operation beyond the documented glue (allocation, views, reshapes,
 copies, metadata; ``GLUE``) makes the verdict ``no_triton``, naming the operations.
 
@@ -75,14 +79,16 @@ class OpRecorder:
         self.gpu = gpu  # also record GPU kernels: the share of GPU time in Triton's (``share``)
         self.kernels: set[str] = set()  # names of the Triton kernels launched (``launches``)
         self.sentinel, self.harness_name = f"kbx::session:{token}", f"kbx::harness:{token}"
-        self.launch_name = f"kbx::launch:{token}"
-        self.skip = (self.harness_name, self.launch_name)
+        self.launch_name, self.candidate_name = f"kbx::launch:{token}", f"kbx::candidate:{token}"
+        self.skip, self.reopen = (self.harness_name, self.launch_name), (self.candidate_name,)
         self.session: profile | None = None
         self.python_reads = 0
         # bound now, before the candidate is imported: patching the module's names later
         # changes nothing here
         self.profile, self.record, self.threads = profile, record_function, all_threads()
-        self.own = functools.partial(own_op, skip=self.skip, _ancestors=ancestors)
+        self.own = functools.partial(
+            own_op, skip=self.skip, _ancestors=ancestors, reopen=self.reopen
+        )
 
     def start(self) -> None:
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.gpu else [])
@@ -104,7 +110,7 @@ class OpRecorder:
             raise Tampered("kbx's profiler session was restarted during the candidate's run")
         calls = dict(_count(e.name for e in events if self.own(e)))
         if self.gpu:
-            calls.update(gpu_times(events, self.skip, self.kernels))
+            calls.update(gpu_times(events, self.skip, self.kernels, self.reopen))
         if self.python_reads:
             calls["kbx::python_read"], self.python_reads = self.python_reads, 0
         return calls
@@ -114,9 +120,14 @@ class OpRecorder:
         return self.record(self.harness_name)
 
     def launch(self) -> contextlib.AbstractContextManager[Any]:
-        """Around one Triton launch (``launches``): the autotuner's benchmark on the GPU and
-        kbx's libdevice stand-ins in the CPU interpreter make torch operations of their own."""
-        return self.record(self.launch_name)
+        """Around one Triton launch (``launches``) in the CPU interpreter, where kbx's libdevice
+        stand-ins make torch operations of their own; nothing on the GPU."""
+        return contextlib.nullcontext() if self.gpu else self.record(self.launch_name)
+
+    def candidate(self) -> contextlib.AbstractContextManager[Any]:
+        """Around candidate code kbx calls inside a launch range (a grid function): its
+        operations count as the candidate's."""
+        return self.record(self.candidate_name)
 
     def watch_python_reads(self, outside_launch: Any) -> Any:
         """Count copies of tensors into Python and numpy made outside a Triton launch
@@ -139,12 +150,16 @@ class OpRecorder:
         return intact
 
 
-def own_op(event: Any, skip: tuple[str, ...], _ancestors: Any = None) -> bool:
+def own_op(
+    event: Any, skip: tuple[str, ...], _ancestors: Any = None, reopen: tuple[str, ...] = ()
+) -> bool:
     """An aten operation the candidate called itself: not nested in another operation or in one
-    of kbx's ranges (``skip``)."""
+    of kbx's ranges (``skip``), unless a candidate range (``reopen``) lies in between."""
     if not event.name.startswith("aten::"):
         return False
     for parent in (_ancestors or ancestors)(event):
+        if parent.name in reopen:
+            return True
         if parent.name in skip or parent.name.startswith("aten::"):
             return False
     return True
@@ -170,7 +185,9 @@ MIN_TRITON_SHARE = 0.10
 # GPU time (docs/design/trust-model.md).  A decoy beside torch compute is under it either way.
 
 
-def gpu_times(events: list[Any], skip: tuple[str, ...], kernels: set[str]) -> dict[str, int]:
+def gpu_times(
+    events: list[Any], skip: tuple[str, ...], kernels: set[str], reopen: tuple[str, ...] = ()
+) -> dict[str, int]:
     """Microseconds of GPU time in the candidate's Triton kernels (by name) and in all the
     other work the GPU ran in the session, less what was launched inside kbx's ranges
     (``skip``).  Work launched outside any torch operation counts as the candidate's too: a
@@ -181,7 +198,7 @@ def gpu_times(events: list[Any], skip: tuple[str, ...], kernels: set[str]) -> di
     kbx_us = sum(
         k.duration
         for e in events
-        if getattr(e, "kernels", None) and in_range(e, skip)
+        if getattr(e, "kernels", None) and in_range(e, skip, reopen)
         for k in e.kernels
         if k.name not in kernels
     )
@@ -198,9 +215,15 @@ def device_work(event: Any) -> bool:
     )
 
 
-def in_range(event: Any, skip: tuple[str, ...]) -> bool:
-    """Whether a CPU event is one of the ranges ``skip`` names or lies inside one."""
-    return event.name in skip or any(p.name in skip for p in ancestors(event))
+def in_range(event: Any, skip: tuple[str, ...], reopen: tuple[str, ...] = ()) -> bool:
+    """Whether a CPU event is one of the ranges ``skip`` names or lies inside one, with no
+    ``reopen`` range in between."""
+    for e in (event, *ancestors(event)):
+        if e.name in reopen:
+            return False
+        if e.name in skip:
+            return True
+    return False
 
 
 def triton_share(calls: dict[str, int]) -> float | None:
