@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import torch
 
 from kbx.evaluate.entry import failure
-from kbx.evaluate.tensors import fresh_arguments, subclass, to_cpu
+from kbx.evaluate.tensors import fresh_arguments, items, subclass, to_cpu
 from kbx.runtime.gpulock import shared
 from kbx.task import Inputs, Task
 
@@ -84,7 +84,7 @@ def copy_out(x: Any, what: str, lock: str | None) -> Any:
     of COPY_CHUNK_BYTES, each its own hold, so that a timing elsewhere waits for one chunk
     (milliseconds) rather than for a whole output of hundreds of MB."""
     if isinstance(x, tuple | list):
-        return tuple(copy_out(v, what, lock) for v in x)
+        return tuple(copy_out(v, what, lock) for v in items(x))
     if subclass(x) is not None or not (isinstance(x, torch.Tensor) and x.is_cuda):
         return to_cpu(x)
     t = x.detach().as_subclass(torch.Tensor)

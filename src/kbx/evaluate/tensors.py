@@ -88,6 +88,13 @@ def subclass(x: Any) -> str | None:
     return None
 
 
+def items(x: tuple[Any, ...] | list[Any]) -> Any:
+    """The elements of an output tuple or list, read by the base type's own iterator: a
+    subclass's ``__iter__`` is candidate code, and kbx copies outputs inside its harness range,
+    where torch work is not the candidate's (``tests/exploits/iter_compute``)."""
+    return tuple.__iter__(x) if isinstance(x, tuple) else list.__iter__(x)
+
+
 def to_cpu(x: Any) -> Any:
     """Outputs as plain CPU tensors and scalars: anything else is reported by its type name."""
     if (name := subclass(x)) is not None:
@@ -98,7 +105,7 @@ def to_cpu(x: Any) -> Any:
         # output cost ~0.1 s under the GPU lock); on the CPU it would be the candidate's own
         return t.cpu() if t.is_cuda else t.clone()
     if isinstance(x, tuple | list):
-        return tuple(to_cpu(v) for v in x)
+        return tuple(to_cpu(v) for v in items(x))
     if x is None or isinstance(x, bool | int | float | complex | str):
         return x
     return f"<object of type {type(x).__name__}>"
@@ -111,5 +118,5 @@ def detached(x: Any) -> Any:
     if isinstance(x, torch.Tensor):
         return x.detach().as_subclass(torch.Tensor)
     if isinstance(x, tuple | list):
-        return tuple(detached(v) for v in x)
+        return tuple(detached(v) for v in items(x))
     return to_cpu(x)
