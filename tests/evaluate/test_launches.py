@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import triton
 import triton.language as tl
+from triton.runtime import jit
 
 from kbx.evaluate import launches
 
@@ -17,7 +18,7 @@ def _copy_one(src_ptr, dst_ptr):
 def test_no_hook_is_set_by_kbx_triton_or_torch():
     import torch  # noqa: F401  (torch's import must set none either)
 
-    assert launches.hooks(_copy_one) == []
+    assert launches.hooks(_copy_one, jit) == []
 
 
 def test_a_pre_run_hook_and_a_runtime_hook_are_found():
@@ -33,14 +34,17 @@ def test_a_pre_run_hook_and_a_runtime_hook_are_found():
     else:
         runtime.launch_enter_hook = hook
     try:
-        assert launches.hooks(_copy_one) == ["pre_run_hooks", "launch_enter_hook"]
+        assert launches.hooks(_copy_one, jit) == [
+            "pre_run_hooks",
+            "launch_enter_hook",
+        ]
     finally:
         _copy_one.pre_run_hooks.remove(hook)
         if chain:
             runtime.launch_enter_hook.remove(hook)
         else:
             runtime.launch_enter_hook = before
-    assert launches.hooks(_copy_one) == []
+    assert launches.hooks(_copy_one, jit) == []
 
 
 def test_a_grid_function_runs_inside_the_candidate_range():

@@ -54,11 +54,13 @@ def counted(original: Any, counter: LaunchCounter, lock: str | None) -> Any:
     """``original`` (a ``run`` method) counting its launches; with a GPU ``lock`` compiled
     unlocked first, then run under the shared lock."""
 
+    from triton.runtime import jit  # bound once: the check below runs on every launch
+
     def run(self: Any, *args: Any, **kwargs: Any) -> Any:
         warm = kwargs.get("warmup", False)
         if not warm:
             counter.launches += 1
-        if joined := hooks(self):
+        if joined := hooks(self, jit):
             raise PermissionError(
                 f"kbx: a candidate may not hook Triton's launches ({', '.join(joined)}; see kbx's"
                 " trust model)"
@@ -89,13 +91,12 @@ RUNTIME_HOOKS = (
 )  # fmt: skip
 
 
-def hooks(fn: Any) -> list[str]:
+def hooks(fn: Any, jit: Any) -> list[str]:
     """The hooks set that would run inside this launch: the kernel's pre-run hooks and Triton's
-    runtime hooks (a chain of them counts once it holds one)."""
-    import triton
-
+    runtime hooks, read where ``JITFunction.run`` reads them (``jit``: its module), each launch
+    anew (a chain of them counts once it holds one)."""
     found = ["pre_run_hooks"] if getattr(fn, "pre_run_hooks", None) else []
-    runtime = getattr(getattr(triton, "knobs", None), "runtime", None)
+    runtime = getattr(getattr(jit, "knobs", None), "runtime", None)
     for name in RUNTIME_HOOKS:
         hook = getattr(runtime, name, None)
         if hook is not None and getattr(hook, "calls", True):
