@@ -3,9 +3,8 @@ machine as root): each variant starts a fresh interpreter that sets up one part 
 (the sandbox's layers, the op recorder's profiler sessions, the audit hook, the launch counter)
 or all of them in the child's order, then times a small Triton kernel with kbx's CUDA clock.
 Prints one JSON line per variant: the median host milliseconds of a clocked call, of a launch
-alone and of a synchronize alone.  On the H200 the timed phase of every case grew by about
-5.5 ms a call when the trust boundary landed, until the audit hook resolved each file once
-(docs/design/throughput.md, The child's audit hook).
+alone and of a synchronize alone.  What it found is in docs/design/throughput.md (The child's
+audit hook).
 
     python3 scripts/gpu_call_overhead.py [VARIANT ...]
 """

@@ -27,7 +27,7 @@ corpus() {
 }
 if [[ $STEPS == *" corpus "* ]]; then
   # tests/exploits_gpu first, in a run of its own with 120 s limits, as in its GPU test: nvcc
-  # builds load_inline's extension inside its import, about 60 s of CPU on the H200; a third
+  # builds load_inline's extension inside its import, a minute of CPU or so; a third
   # of the step's time (at least 100 s), the rest for the other corpora at 30 s, as in their GPU
   # test (a candidate that sleeps meets the wall-clock backstop, 4 x 30 s)
   all=${LIMIT_CORPUS:-300}; gpu=$(( all / 3 > 100 ? all / 3 : 100 ))
