@@ -83,6 +83,7 @@ def one_run(out: Path, cache: Path, args: argparse.Namespace, profile: bool = Fa
         baselines_first=args.baselines_first,
         baseline_workers=args.baseline_workers,
         check_threads=args.check_threads,
+        trace=args.trace,
     )
     cache_file = cache / "baselines.sqlite"
     shutil.rmtree(out, ignore_errors=True)  # a store left by an earlier run would be resumed
@@ -275,6 +276,9 @@ def main() -> int:
         default=None,
         help="worker processes driving the jobs (kbx.run.workers; default: one per GPU, "
         "kbx.evaluator.LocalBackend)",
+    )
+    p.add_argument(
+        "--trace", action="store_true", help="the processes' start-up marks on stderr (kbx.trace)"
     )
     p.add_argument("--source-hash", action="store_true", help="print source_hash and exit")
     args = p.parse_args()

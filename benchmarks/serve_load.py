@@ -12,13 +12,15 @@ client streams its batch's results.  A candidate drawn again is a duplicate, ans
 cache (or by its twin's evaluation).  Once half the submissions are in, the server is killed with
 SIGKILL and started again over the same state.  Latency is the client's, from its POST to the
 result on its stream.  ``--per-tier N`` then times N fresh reference solutions in the quick and
-the standard tier, as evaluations per GPU-hour (per CPU-hour on the CPU, where nothing is timed).
+the standard tier, as evaluations per GPU-hour (per CPU-hour on the CPU, where nothing is timed);
+``--end-s`` bounds the whole run, a tier cut off by it being figured over what it finished.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import statistics
 import sys
@@ -194,26 +196,50 @@ def rnd(x: float | None) -> float | None:
     return None if x is None else round(x, 3)
 
 
-def per_tier(server: Server, count: int, tier: str) -> dict[str, Any]:
-    """``count`` fresh reference solutions (the suite's, in turn) in ``tier``: evaluations per
-    device-hour of this one-device server."""
+def per_tier(server: Server, count: int, tier: str, deadline: float) -> dict[str, Any]:
+    """``count`` fresh reference solutions (the suite's, in turn) in ``tier``, submitted at once:
+    evaluations per device-hour of this one-device server, over those finished by ``deadline``
+    (``time.monotonic``; the figures say ``cut`` if some were not)."""
     solutions = sorted((ROOT / "solutions" / "reference").glob("*/*.py"))
     stamp = time.time_ns()
     items = []
     for i in range(count):
         path = solutions[i % len(solutions)]
         code = f"{path.read_text()}\n# {stamp} {i}\n"
-        items.append({"task_id": f"{path.parent.name}/{path.stem}", "code": code, "tier": tier})
+        items.append({"task_id": f"{path.parent.name}/{path.stem}", "code": code})
     began = time.monotonic()
     print(f"{tier} tier: {count} fresh reference solutions", file=sys.stderr)
-    with Client(server.url, retry=RETRY, timeout_s=600) as http:
-        jobs = [
-            job for chunk in range(0, count, 64) for job in http.evaluate(items[chunk : chunk + 64])
-        ]
+    verdicts: Counter[str] = Counter()
+    counted = threading.Lock()
+    http = Client(server.url, retry=RETRY, timeout_s=600)
+
+    def follow(batch_id: str) -> None:
+        for job in http.stream(batch_id):
+            with counted:
+                verdicts[job["result"]["verdict"]] += 1
+
+    batches = [http.submit(items[i : i + 64], tier=tier) for i in range(0, count, 64)]
+    # daemons: a cut tier's streams are left behind, and end with the process
+    followers = [
+        threading.Thread(target=follow, args=(b["batch_id"],), daemon=True) for b in batches
+    ]
+    for thread in followers:
+        thread.start()
+    for thread in followers:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    if not any(thread.is_alive() for thread in followers):
+        http.close()
     wall_s = time.monotonic() - began
-    passed = sum(job["result"]["verdict"] == "passed" for job in jobs)
-    per_hour = round(count / wall_s * 3600)
-    figures = {"tier": tier, "evaluations": count, "passed": passed, "per_device_hour": per_hour}
+    with counted:
+        done, passed = sum(verdicts.values()), verdicts["passed"]
+    figures = {
+        "tier": tier,
+        "evaluations": done,
+        "passed": passed,
+        "per_device_hour": round(done / wall_s * 3600) if done else 0,
+        "wall_s": round(wall_s, 1),
+        "cut": done < count,  # the deadline came first: the figure is over the first ``done``
+    }
     print(json.dumps(figures), file=sys.stderr)  # kept by a run a time limit cuts off later
     return figures
 
@@ -226,10 +252,19 @@ def main() -> None:
     p.add_argument("--distinct", type=int, default=40, help="candidates the draws come from")
     p.add_argument("--time-limit-s", type=float, default=600.0)
     p.add_argument("--per-tier", type=int, default=0, metavar="N", help="then N fresh per tier")
+    p.add_argument(
+        "--end-s",
+        type=float,
+        default=None,
+        help="seconds from the start by which the tiers end: of the time the load leaves, the "
+        "quick tier gets at most half, the standard tier the rest (a tier cut off reports over "
+        "the evaluations it finished); default: no limit",
+    )
     p.add_argument("--state", default="runs/serve-load", help="the server's state (wiped first)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", help="also write the figures to this JSON file")
     args = p.parse_args()
+    started = time.monotonic()
     state = Path(args.state).resolve()
     if (state / "queue.sqlite").exists():
         for name in ("queue.sqlite", "queue.sqlite-wal", "queue.sqlite-shm"):
@@ -240,7 +275,11 @@ def main() -> None:
         figures: dict[str, Any] = {"device": args.device, "load": run_load(server, args)}
         print(json.dumps(figures["load"]), file=sys.stderr)
         if args.per_tier:
-            figures["tiers"] = [per_tier(server, args.per_tier, t) for t in ("quick", "standard")]
+            began = time.monotonic()
+            budget = math.inf if args.end_s is None else max(0.0, args.end_s - (began - started))
+            quick = per_tier(server, args.per_tier, "quick", began + budget / 2)
+            standard = per_tier(server, args.per_tier, "standard", began + budget)
+            figures["tiers"] = [quick, standard]
     finally:
         server.stop()
     print(json.dumps(figures, indent=1))

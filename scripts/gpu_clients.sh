@@ -27,7 +27,8 @@ if [[ $STEPS == *" serve "* ]]; then
   start=$(date +%s)
   timeout "${LIMIT_SERVE:-280}" python3 benchmarks/serve_load.py --device cuda \
     --submissions "${SUBMISSIONS:-1000}" --per-tier "${PER_TIER:-32}" \
-    --time-limit-s "${LOAD_S:-150}" --state runs/serve-load --out "$OUT/serve-load.json" \
+    --time-limit-s "${LOAD_S:-150}" --end-s $(( ${LIMIT_SERVE:-280} - 20 )) \
+    --state runs/serve-load --out "$OUT/serve-load.json" \
     > "$OUT/serve-log.txt" 2>&1
   echo "exit $? wall $(( $(date +%s) - start )) s" >> "$OUT/serve-log.txt"
   tail -c 3000 "$OUT/serve-log.txt"

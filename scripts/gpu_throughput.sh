@@ -39,12 +39,12 @@ OUT=${OUT:-gpu-out}; LIMIT=${LIMIT:-570}; JOBS=${JOBS:-16}; GPUS=${GPUS:-0}
 mkdir -p "$OUT" runs/tp
 # SRC (default src) is the kbx source tree to run: a variant's copy beside the committed one
 export PYTHONPATH=${SRC:-$PWD/src} PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1
-# TRACE=1 (the default): the processes' start-up marks in the log (kbx.trace); TRACE=0: none
-[ "${TRACE:-1}" = 1 ] && export KBX_TRACE=1
 bash scripts/gpu_env.sh > "$OUT/env-$STEP.txt" 2>&1
 TAG=${TAG:-}; work=runs/tp/work$TAG  # TAG: a variant's own folders and figures, beside others
 common=(--jobs "$JOBS" --work "$work" --cache runs/tp --triton-cache "$PWD/runs/tp/tc"
         --keep "runs/tp/keep$TAG")
+# TRACE=1 (the default): the processes' start-up marks in the log (kbx.trace); TRACE=0: none
+[ "${TRACE:-1}" = 1 ] && common+=(--trace)
 case $STEP in
   cold) args=(--phase cold --gpus "$GPUS" --out "runs/tp/throughput-h200$TAG.json"); runs=(cold) ;;
   warm) args=(--phase warm --gpus "$GPUS" --profile --warm-runs "${WARM_RUNS:-2}"

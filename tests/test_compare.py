@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 
+from kbx.evaluate import tensors
 from kbx.evaluate.compare import compare
 from kbx.task import Tolerance
 from kbx.verdict import Reject, Verdict
@@ -89,3 +90,13 @@ def test_structure_alone_against_meta_tensors():
         with pytest.raises(Reject) as caught:
             compare(got, want, EXACT, values=False)
         assert caught.value.verdict == verdict
+
+
+def test_a_tensor_subclass_is_named_in_the_detail():
+    class Lazy(torch.Tensor):
+        pass
+
+    got = tensors.to_cpu(torch.zeros(2).as_subclass(Lazy))
+    v, detail = verdict_of(got, torch.zeros(2))
+    assert v == Verdict.WRONG_SHAPE
+    assert detail == "output: expected a tensor, got tensor subclass Lazy"

@@ -138,7 +138,16 @@ def test_a_forked_child_whose_set_up_ran_out_of_gpu_memory_leaves_the_fork_serve
     from kbx.verdict import Reject, Verdict
 
     spawned = []
-    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 256.00 MiB"
+    oom = (  # torch's message as a child on a full H200 wrote it: the tail alone says nothing
+        'Traceback (most recent call last):\n  File "child.py", line 9, in setup\n'
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a "
+        "total capacity of 139.80 GiB of which 1.25 MiB is free. Including non-PyTorch memory, "
+        "this process has 0 bytes memory in use. Of the allocated memory 196.18 MiB is allocated "
+        "by PyTorch, and 1.82 MiB is reserved by PyTorch but unallocated. If reserved but "
+        "unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+        "to avoid fragmentation.  See documentation for Memory Management  "
+        "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)\n"
+    )
 
     class FullServer:
         def spawn(self, job, cwd, env, fds):
@@ -151,7 +160,8 @@ def test_a_forked_child_whose_set_up_ran_out_of_gpu_memory_leaves_the_fork_serve
     try:
         run_child(find("Activation/gelu"), KILLER, SandboxConfig(device="cpu", perf=False), pool)
     except Reject as r:
-        assert r.verdict == Verdict.HARNESS_ERROR and "out of memory" in r.detail
+        assert r.verdict == Verdict.HARNESS_ERROR
+        assert "torch.OutOfMemoryError: CUDA out of memory" in r.detail
     else:
         raise AssertionError("a child that could not start must be rejected")
     finally:

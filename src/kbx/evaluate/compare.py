@@ -61,6 +61,8 @@ def describe(x: Any) -> str:
         return f"tensor{tuple(x.shape)} {x.dtype}"
     if isinstance(x, tuple | list):
         return f"{type(x).__name__} of {len(x)}"
+    if isinstance(x, str) and x.startswith("<") and x.endswith(">"):
+        return x[1:-1]  # what ``tensors.to_cpu`` put in place of a subclass or an object
     return type(x).__name__
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbx.evaluate import channel, confine, expect, outputs
+from kbx.evaluate import channel, confine, expect, outputs, stderrs
 from kbx.evaluate.childenv import (
     SandboxConfig,
     child_env,
@@ -67,16 +67,11 @@ def run_child(
         except Reject as r:
             if attempt == 2 or not child.forked or r.verdict != Verdict.HARNESS_ERROR:
                 raise
-            if servers is not None and not lacked_memory(r.detail):
+            if servers is not None and not stderrs.lacked_memory(r.detail):
                 servers.give_up(cfg.device, r.detail)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
     raise AssertionError("unreachable")
-
-
-def lacked_memory(detail: str) -> bool:
-    """Whether a child's failure reads as the device's memory running out."""
-    return "out of memory" in detail.lower()
 
 
 def scratch_root() -> str | None:
@@ -280,19 +275,7 @@ class Child:
         )
 
     def stderr_tail(self) -> str:
-        """The fault handler's headline and the candidate's innermost line, else the last lines."""
-        try:
-            text = (self.workdir / "stderr.txt").read_text(errors="replace")
-        except OSError:
-            return ""
-        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-        fatal = [ln for ln in lines if ln.startswith("Fatal Python error")]
-        ours = [ln for ln in lines if "candidate.py" in ln]
-        if fatal:
-            where = ours[0].replace('File "', "").replace('"', "") if ours else ""
-            where = where.replace(f"{self.workdir}/", "")
-            return f"{fatal[0]}" + (f" ({where})" if where else "")
-        return " | ".join(lines[-3:])[-400:]
+        return stderrs.summary(self.workdir / "stderr.txt", self.workdir)
 
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):

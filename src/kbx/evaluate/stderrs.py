@@ -1,0 +1,39 @@
+"""What a child's stderr says, in one line for a verdict's reason: the fault handler's headline
+and the candidate's innermost frame for a crash, else the last exception from its headline on
+(whose start names it: torch's out-of-memory message alone is longer than a reason's 400
+characters), else the last lines; and whether that reason reads as the device's memory running
+out, which the sandbox does not hold against the fork server.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+# a traceback's last line: the exception's (dotted) class name, then its message
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b")
+LIMIT = 400  # characters of a reason
+
+
+def summary(path: Path, workdir: Path) -> str:
+    """The one-line reason of the stderr file ``path`` of a child that ran in ``workdir``."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    fatal = [ln for ln in lines if ln.startswith("Fatal Python error")]
+    ours = [ln for ln in lines if "candidate.py" in ln]
+    if fatal:
+        where = ours[0].replace('File "', "").replace('"', "") if ours else ""
+        where = where.replace(f"{workdir}/", "")
+        return f"{fatal[0]}" + (f" ({where})" if where else "")
+    raised = [i for i, ln in enumerate(lines) if EXCEPTION_LINE.match(ln)]
+    if raised:
+        return " | ".join(lines[raised[-1] :])[:LIMIT]
+    return " | ".join(lines[-3:])[-LIMIT:]
+
+
+def lacked_memory(detail: str) -> bool:
+    """Whether a child's failure reads as the device's memory running out."""
+    return "out of memory" in detail.lower() or "OutOfMemoryError" in detail
