@@ -236,7 +236,7 @@ def per_tier(server: Server, count: int, tier: str, deadline: float) -> dict[str
         "tier": tier,
         "evaluations": done,
         "passed": passed,
-        "per_device_hour": round(done / wall_s * 3600) if done else 0,
+        "per_device_hour": round(done / wall_s * 3600),
         "wall_s": round(wall_s, 1),
         "cut": done < count,  # the deadline came first: the figure is over the first ``done``
     }

@@ -31,8 +31,8 @@ if [[ $STEPS == *" corpus "* ]]; then
   # of the step's time (at least 100 s), the rest for the other corpora at 30 s, as in their GPU
   # test.  The candidates that sleep (their docstrings name the wall-clock backstop) run last,
   # apart, at 5 s: the backstop is 4 x the limit, and a wall-clock timeout is evaluated again
-  # alone after its batch (kbx.run.rerun), one after another
-  all=${LIMIT_CORPUS:-300}; gpu=$(( all / 3 > 100 ? all / 3 : 100 ))
+  # alone after its batch (kbx.run.rerun), one after another: SLEEP_S (default 100) seconds
+  all=${LIMIT_CORPUS:-300}; gpu=$(( all / 3 > 100 ? all / 3 : 100 )); sleep_s=${SLEEP_S:-100}
   mkdir -p "$RUN/gpu/corpus" "$RUN/corpus/corpus"
   cp -r tests/exploits_gpu "$RUN/gpu/corpus/exploits_gpu"
   for c in exploits bad gpu_bad; do cp -r "tests/$c" "$RUN/corpus/corpus/$c"; done
@@ -43,8 +43,8 @@ if [[ $STEPS == *" corpus "* ]]; then
     done
   began=$(date +%s)
   corpus gpu "$gpu" 120
-  corpus corpus $(( all - 100 - ($(date +%s) - began) )) 30
-  corpus sleep $(( all - ($(date +%s) - began) )) 5
+  corpus corpus $(( all - sleep_s - ($(date +%s) - began) )) 30
+  [ -d "$RUN/sleep/corpus" ] && corpus sleep $(( all - ($(date +%s) - began) )) 5
 fi
 if [[ $STEPS == *" faults "* ]]; then
   mkdir -p "$RUN/faults/corpus/reference"

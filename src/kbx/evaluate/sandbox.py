@@ -259,7 +259,7 @@ class Child:
         except subprocess.TimeoutExpired:
             self.kill()
             code = self.proc.wait()
-        tail = self.stderr_tail()
+        tail = stderrs.summary(self.workdir / "stderr.txt", self.workdir)
         if self.stage == "setting up":
             return Reject(Verdict.HARNESS_ERROR, f"{START_FAILED} (exit {code}): {tail}")
         if code < 0:
@@ -273,9 +273,6 @@ class Child:
             f"process exited with code {code} during {self.stage} "
             "before reporting" + (f": {tail}" if tail else ""),
         )
-
-    def stderr_tail(self) -> str:
-        return stderrs.summary(self.workdir / "stderr.txt", self.workdir)
 
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
