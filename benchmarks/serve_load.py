@@ -271,8 +271,10 @@ def main() -> None:
             (state / name).unlink(missing_ok=True)
     state.parent.mkdir(parents=True, exist_ok=True)
     server = Server(state, ["--max-queue", "100000"], device=args.device).start()
+    figures: dict[str, Any] = {"device": args.device}
+    graceful = False  # a cut tier's evaluations would hold a graceful stop: killed instead
     try:
-        figures: dict[str, Any] = {"device": args.device, "load": run_load(server, args)}
+        figures["load"] = run_load(server, args)
         print(json.dumps(figures["load"]), file=sys.stderr)
         if args.per_tier:
             began = time.monotonic()
@@ -280,11 +282,15 @@ def main() -> None:
             quick = per_tier(server, args.per_tier, "quick", began + budget / 2)
             standard = per_tier(server, args.per_tier, "standard", began + budget)
             figures["tiers"] = [quick, standard]
+        print(json.dumps(figures, indent=1))
+        if args.out:
+            Path(args.out).write_text(json.dumps(figures, indent=1) + "\n")
+        graceful = not any(tier["cut"] for tier in figures.get("tiers", []))
     finally:
-        server.stop()
-    print(json.dumps(figures, indent=1))
-    if args.out:
-        Path(args.out).write_text(json.dumps(figures, indent=1) + "\n")
+        if graceful:
+            server.stop()
+        else:
+            server.kill()
 
 
 if __name__ == "__main__":

@@ -5,8 +5,8 @@
 # `kbx serve --device cuda` under benchmarks/serve_load.py with --per-tier $PER_TIER.
 # Carry .whl and .whl-clients: the service's and the generator's wheels, and Ray as a stripped
 # tar.xz (its wheel is over the device's 64 MiB carry limit; the Java jars and the rllib, tune,
-# train, data and llm libraries are left out).  STEPS (default "clients serve") picks steps;
-# PARTS (default "generate ray") the clients step's parts.
+# train, data and llm libraries are left out; scripts/gpu_wheels.sh makes both folders).  STEPS
+# (default "clients serve") picks steps; PARTS (default "generate ray") the clients step's parts.
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 STEPS=" ${STEPS:-clients serve} "
