@@ -129,10 +129,12 @@ def test_a_forked_child_whose_set_up_ran_out_of_gpu_memory_leaves_the_fork_serve
     monkeypatch,
 ):
     """The device being full for a moment is no fault of the fork server: the candidate runs
-    again from it, and the children after it are still forked."""
+    again from it, a moment later, and the children after it are still forked."""
     import subprocess
     import sys
+    import time
 
+    from kbx.evaluate import sandbox
     from kbx.evaluate.sandbox import run_child
     from kbx.suite import find
     from kbx.verdict import Reject, Verdict
@@ -151,12 +153,13 @@ def test_a_forked_child_whose_set_up_ran_out_of_gpu_memory_leaves_the_fork_serve
 
     class FullServer:
         def spawn(self, job, cwd, env, fds):
-            spawned.append(job)
+            spawned.append(time.monotonic())
             code = f"import sys; sys.stderr.write({oom!r}); raise SystemExit(70)"
             return subprocess.Popen([sys.executable, "-c", code], stderr=fds[2])
 
     pool = ForkServers()
     monkeypatch.setattr(pool, "server_for", lambda device, env: FullServer())
+    monkeypatch.setattr(sandbox, "MEMORY_WAIT_S", 1.0)
     try:
         run_child(find("Activation/gelu"), KILLER, SandboxConfig(device="cpu", perf=False), pool)
     except Reject as r:
@@ -167,6 +170,7 @@ def test_a_forked_child_whose_set_up_ran_out_of_gpu_memory_leaves_the_fork_serve
     finally:
         pool.close()
     assert len(spawned) == 2 and pool.usable("cpu")
+    assert spawned[1] - spawned[0] >= 1.0  # the second child waited for the memory
 
 
 def test_a_server_that_cannot_start_is_not_retried_for_every_child(monkeypatch):

@@ -39,6 +39,8 @@ from kbx.verdict import START_FAILED, Reject, Verdict
 
 __all__ = ["ChildRun", "SandboxConfig", "run_child"]
 
+MEMORY_WAIT_S = 2.0  # before a forked child whose set-up found the GPU full runs again
+
 
 @dataclass
 class ChildRun:
@@ -57,8 +59,9 @@ def run_child(
     fault, e.g. CUDA unusable after the fork on some machine), the fork server is given up for
     this device and the candidate runs again in a fresh interpreter.  A set-up that ran out of
     GPU memory (the device was full for a moment) is no fault of the fork server: the
-    candidate runs again from it: otherwise one such child would turn the server off for the
-    rest of a run, and every later child would start a fresh interpreter."""
+    candidate runs again from it, ``MEMORY_WAIT_S`` later (the memory of the jobs before it
+    is on its way back): otherwise one such child would turn the server off for the rest of a
+    run, and every later child would start a fresh interpreter."""
     for attempt in (1, 2):
         workdir = Path(tempfile.mkdtemp(prefix="kbx-", dir=scratch_root()))
         child = Child(task, code, cfg, workdir, servers)
@@ -67,7 +70,9 @@ def run_child(
         except Reject as r:
             if attempt == 2 or not child.forked or r.verdict != Verdict.HARNESS_ERROR:
                 raise
-            if servers is not None and not stderrs.lacked_memory(r.detail):
+            if stderrs.lacked_memory(r.detail):
+                time.sleep(MEMORY_WAIT_S)
+            elif servers is not None:
                 servers.give_up(cfg.device, r.detail)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
