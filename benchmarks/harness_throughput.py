@@ -39,15 +39,15 @@ from typing import Any
 
 import torch
 
-from kbx.config import Tuning
+from kbx.core.config import Tuning
 from kbx.evaluate.baselines import BaselineCache, open_baselines
-from kbx.evaluator import Evaluator
-from kbx.hardware import fingerprint
+from kbx.gpu.hardware import fingerprint
+from kbx.run.evaluator import Evaluator
 from kbx.run.plan import run_eval
 
 ROOT = Path(__file__).resolve().parent.parent
 CORES = sorted(os.sched_getaffinity(0))  # the CPUs this run may use (taskset), before kbx keeps
-# one per GPU for its timing turns (kbx.runtime.cores)
+# one per GPU for its timing turns (kbx.gpu.cores)
 
 
 def gpu_list(args: argparse.Namespace) -> list[int]:
@@ -234,7 +234,7 @@ def main() -> int:
         default=None,
         help="folder for the runs' stores and lock logs (default: a temporary one); kept, so "
         "that a run stopped by a time limit leaves its records (each is in the run's store as "
-        "soon as it is done: `python -m kbx.cli report` or kbx.store.export read them)",
+        "soon as it is done: `python -m kbx.cli report` or kbx.run.store.export read them)",
     )
     p.add_argument(
         "--prime",
@@ -275,10 +275,12 @@ def main() -> int:
         type=int,
         default=None,
         help="worker processes driving the jobs (kbx.run.workers; default: one per GPU, "
-        "kbx.evaluator.LocalBackend)",
+        "kbx.run.evaluator.LocalBackend)",
     )
     p.add_argument(
-        "--trace", action="store_true", help="the processes' start-up marks on stderr (kbx.trace)"
+        "--trace",
+        action="store_true",
+        help="the processes' start-up marks on stderr (kbx.core.trace)",
     )
     p.add_argument("--source-hash", action="store_true", help="print source_hash and exit")
     args = p.parse_args()

@@ -116,26 +116,30 @@ def mp_forkserver(n: int) -> tuple[float, list[float]]:
 
 
 def kbx_job(folder: Path, fd: int) -> None:
-    """A job for ``kbx.evaluate.child`` that names no task: the child opens it, isolates itself
+    """A job for ``kbx.sandbox.child.main`` that names no task: the child opens it, isolates itself
     (namespaces), imports kbx's child side and the suite, and reports a harness error."""
     folder.mkdir()
-    job = {"task_id": "None/none", "device": "cpu", "perf": False, "msg_fd": fd, "bench": []}
-    (folder / "job.json").write_text(json.dumps(job))
+    from kbx.sandbox.wire.job import ChildConfig, Job
+
+    config = ChildConfig(device="cpu")
+    job = Job(task_id="None/none", bench=(), msg_fd=fd, key="", confine=None, config=config)
+    (folder / "job.json").write_text(job.model_dump_json())
 
 
 def kbx_fresh(work: Path, n: int) -> list[float]:
-    """A fresh ``python -m kbx.evaluate.child`` (the sandbox without a fork server), to its
+    """A fresh ``python -m kbx.sandbox.child.main`` (the sandbox without a fork server), to its
     first message."""
-    from kbx.evaluate.childenv import SandboxConfig, child_env
+    from kbx.sandbox.childenv import child_env
+    from kbx.sandbox.wire.job import ChildConfig
 
-    cfg = SandboxConfig(device="cpu", perf=False)
+    cfg = ChildConfig(device="cpu", timed=False)
     times = []
     for i in range(n):
         r, w = os.pipe()
         kbx_job(work / f"fresh{i}", w)
         t = time.monotonic()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "kbx.evaluate.child", "job.json"],
+            [sys.executable, "-m", "kbx.sandbox.child.main", "job.json"],
             cwd=work / f"fresh{i}",
             env=child_env(work / f"fresh{i}", cfg),
             pass_fds=(w,),
@@ -152,10 +156,11 @@ def kbx_fresh(work: Path, n: int) -> list[float]:
 def kbx_forkserver(work: Path, n: int) -> tuple[float, list[float]]:
     """kbx's fork server (one spare on the CPU): its start, then ``spawn`` to the first
     message of the same job as ``kbx_fresh``'s."""
-    from kbx.evaluate.childenv import SandboxConfig, child_env, server_env
-    from kbx.runtime.servers import ForkServers
+    from kbx.sandbox.childenv import child_env, server_env
+    from kbx.sandbox.servers import ForkServers
+    from kbx.sandbox.wire.job import ChildConfig
 
-    cfg = SandboxConfig(device="cpu", perf=False)
+    cfg = ChildConfig(device="cpu", timed=False)
     pool = ForkServers()
     try:
         t = time.monotonic()
@@ -231,7 +236,7 @@ def forked_job(work: Path, channel_loaded: bool) -> dict[str, float]:
     """One child forked as the fork server forks one, timed in parts: the fork, ``isolate``
     (namespaces: two more forks), and ``child.main`` of the job up to its first message."""
     if channel_loaded:  # else the child imports it (``child.Channel``), as a forked one does
-        import kbx.evaluate.channel  # noqa: F401
+        import kbx.sandbox.wire.channel  # noqa: F401
 
     r, w = os.pipe()
     folder = work / f"parts{time.monotonic_ns()}"
@@ -240,12 +245,13 @@ def forked_job(work: Path, channel_loaded: bool) -> dict[str, float]:
     began = time.monotonic()
     pid = os.fork()
     if pid == 0:
-        from kbx.evaluate import child, confine
+        from kbx.sandbox import confine
+        from kbx.sandbox.child import main
 
         forked = time.monotonic()
         layers = confine.isolate()
         isolated = time.monotonic()
-        child.main("job.json", w, layers)
+        main.main("job.json", w, layers)
         os.write(
             w, json.dumps([forked - began, isolated - forked, time.monotonic() - isolated]).encode()
         )
@@ -267,8 +273,10 @@ def forkparts_part() -> None:
     import torch  # noqa: F401
     import triton  # noqa: F401
 
-    from kbx.evaluate import benchtime, child, launches, runner  # noqa: F401
-    from kbx.runtime.forkserver import preload
+    from kbx.sandbox.child import (
+        runner,  # noqa: F401
+    )
+    from kbx.sandbox.child.forkserver import preload
     from kbx.suite import load_suite
 
     load_suite()
@@ -289,14 +297,15 @@ def forkparts_part() -> None:
 def sandbox_part() -> None:
     """``sandbox.run_child`` of a small candidate (Activation/relu's reference solution, on the
     CPU, untimed), in a fresh interpreter and forked by a fork server."""
-    from kbx.evaluate.sandbox import SandboxConfig, run_child
-    from kbx.runtime.servers import ForkServers
+    from kbx.sandbox.servers import ForkServers
+    from kbx.sandbox.spawn import run_child
+    from kbx.sandbox.wire.job import ChildConfig
     from kbx.suite import find
 
     task = find("Activation/relu")
     assert task is not None
     code = (ROOT / "solutions/reference/Activation/relu.py").read_text()
-    cfg = SandboxConfig(device="cpu", perf=False)
+    cfg = ChildConfig(device="cpu", timed=False)
     figures = {}
     for name, servers in (("fresh", None), ("forked", ForkServers())):
         t = time.monotonic()
@@ -339,7 +348,7 @@ def task(sleep: float = 0.0, crash: bool = False) -> int:
 
 
 def kbx_pool_figures(tasks: int) -> dict[str, Any]:
-    from kbx.runtime import compile_pool
+    from kbx.gpu import compile_pool
 
     pool = compile_pool.Pool([sys.executable, "-c", ECHO])
     env = dict(os.environ)
@@ -451,7 +460,7 @@ def pool_part() -> None:
 def handoff_holder(kind: str, path: str, rounds: int, hold_s: float, conn: Any) -> None:
     """In another process: hold the lock exclusively, say when it lets go."""
     if kind == "kbx":
-        from kbx.runtime import gpulock
+        from kbx.gpu import gpulock
 
         def hold() -> Any:
             return gpulock.exclusive(path, "bench")
@@ -480,7 +489,7 @@ def handoff(kind: str, path: str, rounds: int = 15, hold_s: float = 0.3) -> list
     proc = ctx.Process(target=handoff_holder, args=(kind, path, rounds, hold_s, there))
     proc.start()
     if kind == "kbx":
-        from kbx.runtime import gpulock
+        from kbx.gpu import gpulock
 
         def hold() -> Any:
             return gpulock.shared(path, "bench")
@@ -535,7 +544,7 @@ def lock_part() -> None:
         return
     import filelock
 
-    from kbx.runtime import gpulock
+    from kbx.gpu import gpulock
 
     with tempfile.TemporaryDirectory(prefix="kbx-libs-") as tmp:
         path = str(Path(tmp) / "gpu0.lock")
@@ -583,9 +592,9 @@ def exact_gmean(values: list[float]) -> float:
 
 
 def gmean_part() -> None:
-    from kbx.result import geometric_mean
+    from kbx.core.result import geometric_mean
 
-    def handwritten(values: list[float]) -> float:  # kbx.result.geometric_mean until 2026-12
+    def handwritten(values: list[float]) -> float:  # kbx.core.result.geometric_mean until 2026-12
         return math.exp(sum(math.log(v) for v in values) / len(values))
 
     rng = random.Random(0)
@@ -634,7 +643,7 @@ def stats_part() -> None:
     import scipy.stats as st
     import torch
 
-    from kbx.checks import off_rate
+    from kbx.suite.checks import off_rate
     from kbx.tasks.Random import rand
 
     # off_rate's 5-sigma band against the exact binomial test, at the band's edges
@@ -690,14 +699,14 @@ def stats_part() -> None:
     )
 
 
-# --- torch.utils._pytree against kbx.evaluate.tensors -----------------------------------------
+# --- torch.utils._pytree against kbx.suite.tensors -----------------------------------------
 
 
 def pytree_part() -> None:
     import torch
     import torch.utils._pytree as pytree
 
-    from kbx.evaluate import tensors
+    from kbx.suite import tensors
 
     class Pair(list):  # a list subclass, as a candidate or a task may return
         pass
@@ -739,7 +748,7 @@ def proc_part() -> None:
         return
     import psutil
 
-    from kbx.evaluate.childenv import process_cpu_s, tree_cpu_s
+    from kbx.sandbox.childenv import process_cpu_s, tree_cpu_s
 
     proc = subprocess.Popen([sys.executable, "-c", TREE], stdout=subprocess.PIPE)
     assert proc.stdout is not None and proc.stdout.readline() == b"up\n"
@@ -795,7 +804,7 @@ def nvml_part() -> None:
     """The driver version, kbx's one query of the GPU outside torch: ``nvidia-smi`` (what
     ``hardware.fingerprint`` runs once a process) against NVML's import, init and query,
     each in a process of its own."""
-    from kbx.hardware import driver_version
+    from kbx.gpu.hardware import driver_version
 
     smi, smi_s = [], []
     for _ in range(5):

@@ -1,7 +1,7 @@
 """Time an output file's way from the child to the parent: safetensors' own functions against kbx's.
 
 The child writes each judged case's outputs to a file and hashes it; the parent reads it, checks
-the hash and makes tensors of it (``kbx.evaluate.outputs``).  For a float32 output of each size,
+the hash and makes tensors of it (``kbx.sandbox.wire.outputs``).  For a float32 output of each size,
 the median of REPEATS of: safetensors' way (``safetensors.torch.save`` to bytes, written and
 hashed; read whole, hashed, ``safetensors.deserialize``) and kbx's (``save_case``, ``read_case``).
     PYTHONPATH=src python benchmarks/output_files.py [--mb 16 256] [--repeats 5]
@@ -21,7 +21,7 @@ import safetensors
 import torch
 from safetensors.torch import save
 
-from kbx.evaluate import outputs
+from kbx.sandbox.wire import outputs
 
 TREE = '{"version":1,"runs":[{"t":"tensor","name":"t0"}]}'
 

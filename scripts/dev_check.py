@@ -12,10 +12,11 @@ from pathlib import Path
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
 from kbx.evaluate import check as reference  # noqa: E402
-from kbx.evaluate import entry as loader  # noqa: E402
-from kbx.evaluate import runner  # noqa: E402
+from kbx.gpu.placement import CPU
+from kbx.sandbox.child import entry as loader  # noqa: E402
+from kbx.sandbox.child import runner  # noqa: E402
 from kbx.suite import find  # noqa: E402
-from kbx.verdict import Reject  # noqa: E402
+from kbx.suite.verdict import Reject  # noqa: E402
 
 
 class Print:
@@ -27,13 +28,13 @@ def main() -> int:
     task = find(sys.argv[1])
     assert task is not None, f"no task {sys.argv[1]}"
     t0 = time.time()
-    plan = runner.Plan.build(task, "cpu", bench=False)
+    plan = runner.Plan.build(task, CPU, bench=False)
     counter = runner.install_launch_counter(interpreted=True)
     loader.CANDIDATE_PATH = sys.argv[2]
     try:
         entry = loader.import_entry(task, Path(sys.argv[2]).resolve())
         outputs = runner.run_cases(task, plan, entry, counter, Print())
-        reference.judge(task, outputs, "cpu")
+        reference.judge(task, outputs)
     except loader.CandidateFailure as f:
         print("FAILED", f.verdict, f.detail)
         return 1

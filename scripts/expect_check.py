@@ -19,7 +19,7 @@ import re
 import sys
 from pathlib import Path
 
-from kbx.report import load_records
+from kbx.commands.report import load_records
 
 EXPECT = re.compile(r"Expect: ([a-z_]+)\b")
 EXPECT_CUDA = re.compile(r"Expect on cuda: ([a-z_]+(?: or [a-z_]+)*)\b")  # "a or b": either

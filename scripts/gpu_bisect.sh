@@ -17,6 +17,6 @@ runpy.run_path('benchmarks/harness_throughput.py', run_name='__main__')
 }
 run asis ""
 run noprefetch "import kbx.evaluate.check as r; r.prefetch = lambda *a, **k: None"
-run nopool "import kbx.runtime.compile_pool as c
+run nopool "import kbx.gpu.compile_pool as c
 def off(*a, **k): raise c.WorkerFailed('off')
 c.POOL.ask = off"

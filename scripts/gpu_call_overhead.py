@@ -35,20 +35,22 @@ CHILD = r"""
 import json, os, statistics, sys, time
 sys.path.insert(0, os.path.abspath("src"))
 variant, folder = sys.argv[1], sys.argv[2]
-from kbx.evaluate import confine, layers
-settings = {"writable": [folder], "device": "cuda", "limits": confine.LIMITS, "uid": None}
+from kbx.sandbox.child import confine, layers
+from kbx.sandbox.wire.confinement import LIMITS
+settings = {"writable": [folder], "device": "cuda", "limits": LIMITS, "uid": None}
 if variant in ("isolate", "all"):
     confine.isolate()
 if variant in ("seccomp", "landlock", "rlimits", "all"):
     layers.libc.prctl(confine.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 if variant in ("rlimits", "all"):
-    layers.rlimits(confine.LIMITS, "cuda", False)
+    layers.rlimits(LIMITS, "cuda", False)
 if variant in ("landlock", "all"):
     layers.landlock([folder], "cuda")
 if variant in ("seccomp", "all"):
     layers.seccomp("cuda")
 import torch, triton, triton.language as tl
-from kbx.evaluate import benchtime, clock, guard, launches, opcheck
+from kbx.gpu import benchtime, clock
+from kbx.sandbox.child import guard, launches, opcheck
 torch.cuda.init(); torch.empty(1, device="cuda")
 if variant == "all":
     benchtime.prepare_profiler()

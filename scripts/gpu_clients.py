@@ -23,7 +23,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kbx.candidate import Candidate, read_source  # noqa: E402
+from kbx.core.candidate import Candidate, read_source  # noqa: E402
 from kbx.suite import load_suite  # noqa: E402
 from tests.generate.conftest import fenced  # noqa: E402
 from tests.generate.server import FakeServer, prompt_of  # noqa: E402
@@ -109,8 +109,8 @@ def verdicts(ev: Any, chosen: list[Candidate]) -> dict[str, list[Any]]:
 def on_ray(device: str) -> dict[str, Any]:
     import ray
 
-    from kbx.config import Tuning
-    from kbx.evaluator import Evaluator
+    from kbx.core.config import Tuning
+    from kbx.run.evaluator import Evaluator
     from kbx.run.ray_backend import RayBackend, RayPool
 
     chosen = slice_candidates()

@@ -25,7 +25,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-from kbx.store import Store, export
+from kbx.run.store import Store, export
 
 run = Path(os.environ["RUN"])
 for db in (run / "kbx.sqlite", run / "baselines.sqlite"):

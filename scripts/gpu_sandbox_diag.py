@@ -15,7 +15,7 @@ CHILD = r"""
 import json, os, sys
 sys.path.insert(0, "src")
 variant = sys.argv[1]
-from kbx.evaluate import confine, layers
+from kbx.sandbox.child import confine, layers
 if variant == "no_proc":
     real = layers.mount
     layers.mount = lambda s, t, k, f, d="": None if k == "proc" else real(s, t, k, f, d)
@@ -72,22 +72,40 @@ os.waitpid(pid, 0)
 
 def main() -> None:
     sys.path.insert(0, "src")
-    from kbx.evaluate import confine
+    from kbx.sandbox import confine
 
-    for variant in ("ll_write_", "ll_root_bare", "ll_write_proc", "ll_write_sys", "ll_write_run",
-                    "ll_write_var"):
+    for variant in (
+        "ll_write_",
+        "ll_root_bare",
+        "ll_write_proc",
+        "ll_write_sys",
+        "ll_write_run",
+        "ll_write_var",
+    ):
         work = Path(tempfile.mkdtemp(prefix="kbx-diag-", dir="/dev/shm"))
         settings = confine.prepare(work, [], "cuda")
-        done = subprocess.run([sys.executable, "-c", CHILD, variant, json.dumps(settings)],
-                              capture_output=True, text=True, timeout=120, cwd=Path.cwd())
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD, variant, json.dumps(settings)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=Path.cwd(),
+        )
         lines = (done.stdout + done.stderr).strip().splitlines()
         print(variant, "|", " / ".join(lines[-3:])[:400], flush=True)
         confine.release(settings)
-    done = subprocess.run([sys.executable, "-c", FORKED], capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", FORKED], capture_output=True, text=True, timeout=120
+    )
     print("profiler+fork |", (done.stdout + done.stderr).strip()[-400:])
-    print(subprocess.run("ls -la /dev/nvidia* | head; mount | grep -i 'proc/driver' | head -3",
-                         shell=True, capture_output=True, text=True).stdout)
+    print(
+        subprocess.run(
+            "ls -la /dev/nvidia* | head; mount | grep -i 'proc/driver' | head -3",
+            shell=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
 
 
 if __name__ == "__main__":

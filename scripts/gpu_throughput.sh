@@ -43,7 +43,7 @@ bash scripts/gpu_env.sh > "$OUT/env-$STEP.txt" 2>&1
 TAG=${TAG:-}; work=runs/tp/work$TAG  # TAG: a variant's own folders and figures, beside others
 common=(--jobs "$JOBS" --work "$work" --cache runs/tp --triton-cache "$PWD/runs/tp/tc"
         --keep "runs/tp/keep$TAG")
-# TRACE=1 (the default): the processes' start-up marks in the log (kbx.trace); TRACE=0: none
+# TRACE=1 (the default): the processes' start-up marks in the log (kbx.core.trace); TRACE=0: none
 [ "${TRACE:-1}" = 1 ] && common+=(--trace)
 case $STEP in
   cold) args=(--phase cold --gpus "$GPUS" --out "runs/tp/throughput-h200$TAG.json"); runs=(cold) ;;

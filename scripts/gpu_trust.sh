@@ -13,7 +13,7 @@ bash scripts/gpu_env.sh > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 {
   echo "== sandbox level"
-  python3 -c "from kbx.evaluate import confine; print(confine.probe())"
+  python3 -c "from kbx.sandbox import confine; print(confine.probe())"
   echo "== kbx eval solutions/reference --device cuda --no-perf"
   start=$(date +%s)
   timeout ${REF_LIMIT:-330} python3 -m kbx.cli eval solutions/reference --device cuda --no-perf \

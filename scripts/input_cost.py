@@ -13,14 +13,20 @@ import time
 
 import torch
 
-from kbx.evaluate.runner import Plan
-from kbx.runtime.gpuops import gpu_ops_locked
+from kbx.gpu.gpuops import gpu_ops_locked
+from kbx.gpu.placement import Placement
+from kbx.sandbox.child.runner import Plan
 from kbx.suite import select
 
 
 def build_s(task, device: str, lock: str | None) -> float:
     started = time.monotonic()
-    Plan.build(task, device, True, timed=True, guard=lambda: gpu_ops_locked(lock, "inputs made"))
+    Plan.build(
+        task,
+        Placement(device, lock=lock, timed=True),
+        True,
+        guard=lambda: gpu_ops_locked(lock, "inputs made"),
+    )
     if device == "cuda":
         torch.cuda.synchronize()
         torch.cuda.empty_cache()

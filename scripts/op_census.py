@@ -1,6 +1,6 @@
 """Which aten operations each solution's calls run outside its Triton launches, and how long its
-benchmark cases take in the CPU interpreter: the data behind ``evaluate/opcheck.py``'s glue list
-and the CPU benchmark-size budget.
+benchmark cases take in the CPU interpreter: the data behind ``sandbox/evidence.py``'s glue
+list and the CPU benchmark-size budget.
 
 ``TRITON_INTERPRET=1 PYTHONPATH=src python scripts/op_census.py solutions/reference OUT.jsonl
 [--bench] [--tasks GLOB]``: one JSON object per solution (trusted sets only: runs in-process).
@@ -16,11 +16,12 @@ from pathlib import Path
 
 import torch
 
-from kbx.candidate import read_source
-from kbx.evaluate import launches, opcheck
-from kbx.evaluate.entry import import_entry
-from kbx.evaluate.tensors import fresh_arguments
+from kbx.core.candidate import read_source
+from kbx.sandbox import evidence
+from kbx.sandbox.child import launches, opcheck
+from kbx.sandbox.child.entry import import_entry
 from kbx.suite import find
+from kbx.suite.tensors import fresh_arguments
 
 MARK_LAUNCHES = True  # launches inside the recorder's launch ranges, as kbx runs them
 MAX_BENCH_BYTES = 512 << 20  # benchmark cases larger than this are not run (--max-bench-mb)
@@ -42,7 +43,7 @@ def census(
         entry(*args, **kwargs)
     counter.mark = None
     row["ops"] = recorder.stop()
-    row["compute"] = opcheck.compute_ops(row["ops"])  # type: ignore[arg-type]
+    row["compute"] = evidence.compute_ops(row["ops"])  # type: ignore[arg-type]
     if bench:
         spent: list[float | None] = []
         for case in task.bench:

@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from kbx.report import load_records
+from kbx.commands.report import load_records
 
 
 def main(run_dir: str, out: str) -> int:

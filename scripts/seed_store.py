@@ -8,7 +8,7 @@ candidates whose file is unchanged are skipped, changed ones are evaluated again
 import sys
 from pathlib import Path
 
-from kbx.store import Store
+from kbx.run.store import Store
 
 
 def main(results: str, db: str) -> int:

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from kbx.config import Limits, Tuning
-from kbx.evaluator import Evaluator
+from kbx.core.config import Limits, Tuning
+from kbx.run.evaluator import Evaluator
 from kbx.run.plan import run_eval
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -44,7 +44,7 @@ def test_eval_missing_source(tmp_path):
 
 
 def test_eval_measures_baselines_first_unless_the_configuration_says_not(tmp_path):
-    from kbx.config import load_tuning
+    from kbx.core.config import load_tuning
 
     assert load_tuning(None).baselines_first
     config = tmp_path / "kbx.toml"

@@ -20,14 +20,14 @@ import torch
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from kbx.candidate import Candidate, read_source
-from kbx.evaluate import channel, outtree
-from kbx.evaluate.channel import ChannelError, LineReader, parse_line
-from kbx.evaluate.outputs import OutputError, read_case, write_case
-from kbx.result import CaseTiming, Result
-from kbx.store import Store, export
+from kbx.core.candidate import Candidate, read_source
+from kbx.core.result import CaseTiming, Result
+from kbx.run.store import Store, export
+from kbx.sandbox.wire import channel, outtree
+from kbx.sandbox.wire.channel import ChannelError, LineReader, parse_line
+from kbx.sandbox.wire.outputs import OutputError, read_case, write_case
 from kbx.suite import find, load_suite
-from kbx.verdict import Verdict
+from kbx.suite.verdict import Verdict
 
 FUZZ = settings(
     max_examples=1000,

@@ -124,7 +124,7 @@ def test_a_busy_job_thread_does_not_keep_an_interrupted_run_alive(tmp_path: Path
     code = (
         "import sys, threading, time\n"
         "from pathlib import Path\n"
-        "from kbx.runcmds import interrupted\n"
+        "from kbx.commands.runcmds import interrupted\n"
         "threading.Thread(target=time.sleep, args=(120,)).start()\n"
         "raise SystemExit(interrupted(Path(sys.argv[1]), same_command=False, wait_s=0.5))\n"
     )

@@ -18,8 +18,8 @@ import pytest
 from packaging.requirements import Requirement
 
 from kbx.cli import main
-from kbx.report import others
-from kbx.store import Store, export
+from kbx.commands.report import others
+from kbx.run.store import Store, export
 from kbx.suite import categories, select
 from tests.conftest import BAD, ROOT
 

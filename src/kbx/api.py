@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kbx.config import Tuning
-from kbx.evaluator import DEFAULT, Evaluator
-from kbx.result import Result
+from kbx.core.config import Tuning
+from kbx.core.result import Result
+from kbx.run.evaluator import DEFAULT, Evaluator
 
 
 def evaluate_code(

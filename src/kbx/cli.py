@@ -8,11 +8,11 @@ import os
 import sys
 from pathlib import Path
 
-from kbx import __version__
+from kbx.commands.runcmds import cmd_eval, cmd_validate
+from kbx.commands.terminal import console, fail, fit_console, tasks_problem
+from kbx.core.version import __version__
 from kbx.run.backends import add_backend_options
-from kbx.runcmds import cmd_eval, cmd_validate
 from kbx.serve.command import add_serve
-from kbx.terminal import console, fail, fit_console, tasks_problem
 
 
 def cmd_tasks(args: argparse.Namespace) -> int:
@@ -42,14 +42,14 @@ def cmd_tasks(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from kbx.show import describe_task
+    from kbx.commands.show import describe_task
     from kbx.suite import find
 
     task = find(args.task)
     if task is None:
         return fail(f"no task {args.task!r} (`kbx tasks` lists them)")
     if args.prompt:
-        from kbx.prompt import render
+        from kbx.suite.prompt import render
 
         print(render(task))
     else:
@@ -58,8 +58,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_prompts(args: argparse.Namespace) -> int:
-    from kbx.prompt import render
     from kbx.suite import select
+    from kbx.suite.prompt import render
 
     if problem := tasks_problem(args.tasks):
         return fail(problem)
@@ -79,7 +79,7 @@ def cmd_prompts(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from kbx.report import NoResults, print_report
+    from kbx.commands.report import NoResults, print_report
 
     try:
         print_report(Path(args.run_dir), console, details=not args.brief)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from kbx.config import EvalConfig
-from kbx.evaluate import confine
-from kbx.evaluate.childenv import settings
+from kbx.core.config import EvalConfig
+from kbx.sandbox import confine
+from kbx.sandbox.childenv import settings
 from kbx.suite import load_suite
 from tests import conftest
 from tests.conftest import BAD, REFERENCE
@@ -114,7 +114,7 @@ def test_the_child_gets_absolute_paths_for_a_relative_run_folder(tmp_path, monke
 def test_a_result_times_the_steps_before_its_child_starts(monkeypatch):
     """``start``: the job's steps before its child (the prefetches); the first jobs of a
     two-H200 run spent seconds there that no stage counted (2026-12-01)."""
-    from kbx.candidate import Candidate
+    from kbx.core.candidate import Candidate
     from kbx.evaluate import pipeline
     from kbx.evaluate.references import References
 

@@ -1,545 +1,309 @@
-"""The timing engine's statistics, with a fake clock (the CUDA clock needs a GPU)."""
+"""Baselines: measured once, cached across runs (failed torch.compile as None), owned by one
+``Baselines`` object; the timing stage: malformed reports, reused results, the roofline."""
 
-import itertools
-import json
-import os
-import random
-import subprocess
-import sys
-import time
+import threading
 
-from kbx.evaluate.clock import (
-    SLOW_CALL_MS,
-    SLOW_MIN_REPS,
-    VERY_SLOW_CALL_MS,
-    VERY_SLOW_MIN_REPS,
-    Warm,
-    measure,
-    median_ci,
-    warm_up,
-)
-from tests.conftest import ROOT, keyed
+import pytest
+import torch
+
+from kbx.core.result import CaseTiming, sol_score
+from kbx.evaluate import baselines as bl
+from kbx.evaluate import timing
+from kbx.evaluate.baselines import BaselineCache, Baselines
+from kbx.gpu.hardware import Peaks
+from kbx.gpu.placement import CPU, Placement
+from kbx.suite import find
+from kbx.suite.verdict import Reject, Verdict
 
 
-def test_median_ci_brackets_the_median():
-    xs = list(range(1, 102))
-    lo, hi = median_ci(xs)
-    assert lo < 51 < hi
-    assert hi - lo < 25
+def test_baselines_persist_across_connections(tmp_path):
+    path = tmp_path / "b.sqlite"
+    cache = BaselineCache(path)
+    assert cache.get("k") == (False, None)
+    cache.put("k", 1.25)
+    cache.put("failed-compile", None)
+    again = BaselineCache(path)
+    assert again.get("k") == (True, 1.25)
+    assert again.get("failed-compile") == (True, None)
 
 
-def test_measure_stops_when_the_interval_is_tight():
-    clock = lambda call: 1.0 + random.Random(len(str(call))).random() * 1e-4  # noqa: E731
-    t = measure([lambda: None], clock)
-    assert t.reps == 10 and abs(t.median_ms - 1.0) < 1e-3
-    assert t.ci_low_ms <= t.median_ms <= t.ci_high_ms
+def test_roofline_rejects_impossible_times_and_reports_throughput():
+    gelu = find("Activation/gelu")
+    peaks = Peaks(bandwidth_gbs=4000.0, tflops={"fp32": 50.0, "fp16": 800.0})
+    moved = gelu.bytes_moved(gelu.bench[0])
+    floor = moved / 4000e9 * 1e3
+    with pytest.raises(Reject) as err:
+        timing.roofline(gelu, 0, floor / 2, peaks)
+    assert err.value.verdict == Verdict.TOO_FAST
+    row = timing.roofline(gelu, 0, floor * 2, peaks)
+    assert row["floor_ms"] == pytest.approx(floor)
+    assert row["achieved_gbs"] == pytest.approx(2000.0)
 
 
-def test_measure_rotates_calls_and_respects_max_reps():
-    seen = []
-    noisy = itertools.cycle([1.0, 2.0, 3.0, 10.0])
+def fake_worker(calls: list, cpu_s: float = 0.0):
+    """An ``in_worker`` that measures eager as 1 + case and fails every torch.compile."""
 
-    def clock(call):
-        seen.append(call)
-        return next(noisy)
+    def in_worker(task, wanted, place):
+        calls.extend(wanted)
+        return {(i, k): (1.0 + i if k == "eager" else None) for i, k in wanted}, cpu_s
 
-    calls = [lambda: 1, lambda: 2, lambda: 3]
-    t = measure(calls, clock, budget_ms=1e9, max_reps=50)
-    assert t.reps == 50
-    assert seen[:6] == calls + calls
+    return in_worker
 
 
-def test_warm_up_calls_every_set_then_keeps_warming_fast_calls():
-    calls_made = []
-    calls = [lambda i=i: calls_made.append(i) for i in range(4)]
-    warm = warm_up(calls, min_ms=5.0, sync=lambda: None)
-    assert (warm.sets, warm.slow) == (4, False)
-    assert calls_made[:4] == [0, 1, 2, 3] and len(calls_made) > 4
-
-
-def test_warm_up_stops_at_two_sets_for_slow_calls():
-    """A call of SLOW_CALL_MS or more (after the first, which may compile) is timed over 2 input
-    sets with fewer repetitions: the exclusive GPU turn is not spent warming 8 copies."""
-    calls_made = []
-
-    def slow(i):
-        calls_made.append(i)
-        time.sleep(SLOW_CALL_MS / 1000 * 1.2)
-
-    calls = [lambda i=i: slow(i) for i in range(8)]
-    warm = warm_up(calls, sync=lambda: None)
-    assert (warm.sets, warm.slow) == (2, True)
-    assert calls_made == [0, 1]
-    assert warm.min_reps == SLOW_MIN_REPS
-
-
-def test_calls_of_a_quarter_second_or_more_get_the_fewest_repetitions():
-    """Eager torch.linalg baselines take seconds a call: each repetition holds the GPU's
-    exclusive turn, so they stop at VERY_SLOW_MIN_REPS."""
-    assert Warm(2, True, VERY_SLOW_CALL_MS).min_reps == VERY_SLOW_MIN_REPS
-    assert Warm(2, True, VERY_SLOW_CALL_MS - 1).min_reps == SLOW_MIN_REPS
-    assert Warm(8, False).min_reps == 10
-    times = iter([400.0, 410.0, 405.0, 401.0])  # not within +-1%: the budget ends it
-    timing = measure(
-        [lambda: None], lambda call: next(times), budget_ms=0.0, min_reps=VERY_SLOW_MIN_REPS
-    )
-    assert timing.reps == VERY_SLOW_MIN_REPS and timing.median_ms == 405.0
-
-
-def stand_in_clock(monkeypatch, passes):
-    """``time_calls`` replaced by ``passes`` untimed calls rotating over 2 input sets, each
-    prepared as the real timing prepares it; it reports 1 ms."""
-    from kbx.evaluate import benchtime, tensors
-    from kbx.evaluate import clock as timing
-
-    def cpu_time_calls(calls, prepare=None, budget_ms=0.0, warm_hold=None, turn=None, rel_ci=0.01):
-        for i in range(passes):
-            prepare(i % len(calls))
-            calls[i % len(calls)]()
-        return timing.Timing(1.0, 0.9, 1.1, 0.9, passes)
-
-    def cpu_time_fixed(call, prepare, reps):
-        for i in range(reps):
-            prepare(i)
-            call()
-        return 1.0
-
-    monkeypatch.setattr(timing, "time_calls", cpu_time_calls)
-    monkeypatch.setattr(timing, "time_fixed", cpu_time_fixed)
-    monkeypatch.setattr(
-        benchtime,
-        "input_sets",
-        lambda inputs: [
-            (tensors.clone(inputs.args), tensors.clone(dict(inputs.kwargs))) for _ in range(2)
-        ],
-    )
-
-
-def test_baseline_warm_up_and_timed_calls_take_their_own_holds(monkeypatch):
-    """A baseline warms up under one hold (shared) and is timed under another (exclusive): the
-    clock never runs in the warm-up's hold, nor a warm-up call in the turn."""
-    import contextlib
-
-    import torch
-
-    from kbx.evaluate import clock as timing
-
-    held: list[str] = []
-    seen: list[tuple[str, str]] = []
-
-    @contextlib.contextmanager
-    def hold(name):
-        held.append(name)
-        yield
-        held.pop()
-
-    def clock(call):
-        seen.append(("timed", held[-1] if held else ""))
-        call()
-        return 1.0
-
-    monkeypatch.setattr(timing, "cuda_clock", lambda: clock)
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
-    calls = [lambda: seen.append(("call", held[-1] if held else ""))]
-    got = timing.time_calls(calls, warm_hold=lambda: hold("shared"), turn=lambda: hold("exclusive"))
-    assert got.median_ms == 1.0 and got.reps == 10
-    assert [h for what, h in seen if what == "timed"] == ["exclusive"] * 10
-    calls = [h for what, h in seen if what == "call"]
-    first_timed = calls.index("exclusive")
-    assert first_timed >= 1 and set(calls[:first_timed]) == {"shared"}  # the warm-up
-    assert calls[first_timed:] == ["exclusive"] * 10
-    assert held == []
-
-
-def test_timed_calls_see_alternating_contents_so_address_caches_go_stale(monkeypatch):
-    """time_case on the CPU with a stand-in clock: an honest entry's last output matches the
-    contents it saw; a cache keyed on the input address returns a stale one."""
-    import torch
-
-    from kbx.evaluate import benchtime
-    from kbx.suite import find
-    from kbx.task import Inputs
-
-    stand_in_clock(monkeypatch, passes=7)
+def test_baselines_are_measured_once_then_come_from_the_cache(tmp_path, monkeypatch):
+    """Every baseline is measured by a baseline process, eager too; a later run (a new
+    ``Baselines``, same cache file) measures nothing."""
     task = find("Math/rsqrt")
-    case = task.cases[0]
-    a = Inputs((torch.full((8,), 4.0), None))
-    b = Inputs((torch.full((8,), 16.0), None))
-
-    _, out, variant = benchtime.time_case(task, case, a, lambda x, out=None: torch.rsqrt(x), b)
-    assert torch.equal(out[0], torch.rsqrt((a, b)[variant].args[0]))
-
-    cache = {}
-
-    def cached(x, out=None):
-        return cache.setdefault(x.data_ptr(), torch.rsqrt(x))
-
-    _, stale, variant = benchtime.time_case(task, case, a, cached, b)
-    assert not torch.equal(stale[0], torch.rsqrt((a, b)[variant].args[0]))
-
-
-def test_time_bench_outputs_are_judged_against_the_contents_they_saw(monkeypatch):
-    """The child's timing loop with a stand-in clock, then the parent's judge of the timed
-    outputs: an honest entry passes, one that caches by input address is caught."""
-    import dataclasses
-
-    import pytest
-    import torch
-
-    from kbx.evaluate import check as reference
-    from kbx.evaluate import runner
-    from kbx.suite import find
-    from kbx.task import Case
-    from kbx.verdict import Reject, Verdict
-
-    stand_in_clock(monkeypatch, passes=5)
-    task = dataclasses.replace(find("Math/rsqrt"), bench=(Case((1000,), seed=11),))
-    plan = runner.Plan.build(task, "cpu", bench=True, timed=True)
-    assert plan.bench_refills[0] is not None
-
-    class Quiet:
-        def send(self, event, **fields):
-            pass
-
-    honest = lambda x, out=None: torch.rsqrt(x)  # noqa: E731
-    timings, timed, variants = runner.time_bench(task, plan, honest, Quiet())
-    assert timings[0]["median_ms"] == 1.0 and timings[0]["reps"] == 5
-    assert "profiler_ms" not in timings[0] and timings[0]["fresh_ms"] == 1.0
-    assert list(timings[0]["phases_ms"]) == ["sets", "timing", "probe", "profile", "final"]
-    reference.judge(task, keyed({"timed": timed}), "cpu", variants=dict(enumerate(variants)))
-
-    cache = {}
-    cached = lambda x, out=None: cache.setdefault(x.data_ptr(), torch.rsqrt(x))  # noqa: E731
-    _, timed, variants = runner.time_bench(task, plan, cached, Quiet())
-    with pytest.raises(Reject) as caught:
-        reference.judge(task, keyed({"timed": timed}), "cpu", variants=dict(enumerate(variants)))
-    assert caught.value.verdict == Verdict.MISMATCH
+    calls: list = []
+    monkeypatch.setattr(bl, "baseline_key", lambda t, i, k: f"{t.id}|{i}|{k}")
+    monkeypatch.setattr(bl, "in_worker", fake_worker(calls, cpu_s=2.5))
+    first = Baselines(tmp_path / "b.sqlite")
+    n = len(task.bench)
+    got = first.ms(task, bl.KINDS, CPU)
+    assert sorted(calls) == sorted((i, k) for i in range(n) for k in bl.KINDS)
+    assert got[(0, "eager")] == 1.0 and got[(0, "compile")] is None
+    assert first.worker_cpu_s == 2.5  # what its workers reported
+    calls.clear()
+    assert first.ms(task, ("eager",), CPU) == {(i, "eager"): 1.0 + i for i in range(n)}
+    assert calls == []  # from memory
+    again = Baselines(tmp_path / "b.sqlite").ms(task, bl.KINDS, CPU)
+    assert calls == [] and again == got  # from the cache
+    Baselines(None).ms(task, ("eager",), CPU)
+    assert len(calls) == n  # no cache file: measured again
 
 
-def test_the_probe_times_contents_never_seen_so_a_content_cache_shows(monkeypatch):
-    """time_case's probe on the CPU, with a clock that charges 1 ms for a call that computed and
-    0.05 ms for one that did not: a cache keyed on contents is fast in the timed calls, which
-    repeat contents, and slow on the probe's; an honest entry is the same on both, and the
-    probe leaves the buffers of the final (re-checked) call alone."""
-    import torch
-
-    from kbx.evaluate import benchtime, tensors
-    from kbx.evaluate import clock as timing
-    from kbx.suite import find
-    from kbx.task import Inputs
-
-    computed = {"n": 0}
-
-    def clock(call):
-        before = computed["n"]
-        call()
-        return 1.0 if computed["n"] > before else 0.05
-
-    monkeypatch.setattr(timing, "cuda_clock", lambda: clock)
-    monkeypatch.setattr(
-        timing, "warm_up", lambda calls, prepare=None, **k: timing.Warm(len(calls), False)
-    )
-    monkeypatch.setattr(
-        benchtime,
-        "input_sets",
-        lambda inputs: [
-            (tensors.clone(inputs.args), tensors.clone(dict(inputs.kwargs))) for _ in range(2)
-        ],
-    )
+def test_the_cache_keys_are_those_earlier_runs_wrote(monkeypatch):
+    """Baselines cached by earlier runs are found: the key's form does not change."""
+    machine = {"gpu": "H200", "driver": "570", "torch": "2.9", "triton": "3.5", "python": "3.11"}
+    monkeypatch.setattr(bl, "fingerprint", lambda device: machine)
     task = find("Math/rsqrt")
-    case = task.cases[0]
-    a = Inputs((torch.rand(64) + 0.5, None))
-    b = Inputs((torch.rand(64) + 2.0, None))
-
-    def honest(x, out=None):
-        computed["n"] += 1
-        return torch.rsqrt(x)
-
-    t, out, variant = benchtime.time_case(task, case, a, honest, b, probe=True)
-    # as fast on new contents as on seen ones: no seen calls beside the probe
-    assert t.median_ms == 1.0 and (t.fresh_ms, t.seen_ms) == (1.0, None)
-    assert torch.equal(out[0], torch.rsqrt((a, b)[variant].args[0]))
-
-    cache: dict[float, torch.Tensor] = {}
-
-    def by_contents(x, out=None):
-        key = float(x.sum())
-        if key not in cache:
-            computed["n"] += 1
-            cache[key] = torch.rsqrt(x)
-        return cache[key]
-
-    t, out, variant = benchtime.time_case(task, case, a, by_contents, b, probe=True)
-    assert t.median_ms == 0.05 and (t.fresh_ms, t.seen_ms) == (1.0, 0.05)
-    assert torch.equal(out[0], torch.rsqrt((a, b)[variant].args[0]))  # correct, only cached
-
-
-def test_the_probe_runs_in_the_seen_calls_buffers_where_contents_alternate(monkeypatch):
-    """With two contents the fresh calls use set 0, the buffers of the seen calls beside them
-    (a spare set's new memory ran honest kernels 2.1-2.3x slower on the H200); with one, a
-    spare set, so that a cache keyed on addresses misses there.  The probe comes before the
-    profiler pass, and the final call still sees the contents it is judged against."""
-    import torch
-
-    from kbx.evaluate import benchtime, tensors
-    from kbx.evaluate import clock as timing
-    from kbx.suite import find
-    from kbx.task import Inputs
-
-    monkeypatch.setattr(timing, "cuda_clock", lambda: lambda call: (call(), 1.0)[1])
-    monkeypatch.setattr(
-        timing, "warm_up", lambda calls, prepare=None, **k: timing.Warm(len(calls), False)
+    assert bl.baseline_key(task, 1, "compile") == (
+        '{"case": 1, "driver": "570", "gpu": "H200", "kind": "compile", "task": "Math/rsqrt", '
+        f'"torch": "2.9", "triton": "3.5", "version": {task.version}}}'
     )
-    sets: list = []
 
-    def input_sets(inputs):
-        sets[:] = [(tensors.clone(inputs.args), tensors.clone(dict(inputs.kwargs))) for _ in "ab"]
-        return list(sets)
 
-    monkeypatch.setattr(benchtime, "input_sets", input_sets)
-    order: list[str] = []
-    monkeypatch.setattr(
-        benchtime, "profiler_ms", lambda calls, prepare: (order.append("profile"), 1.0)[1]
-    )
-    real_fresh = benchtime.fresh_ms
+class Fixed:
+    """A stand-in ``Baselines``: every eager baseline takes ``ms``."""
 
-    def fresh_ms(*args, **kwargs):
-        order.append("probe")
-        return real_fresh(*args, **kwargs)
+    def __init__(self, ms: float) -> None:
+        self.value = ms
 
-    monkeypatch.setattr(benchtime, "fresh_ms", fresh_ms)
-    probed: list[int] = []  # the buffers each fresh call got new contents in
-    scale = benchtime.scale_floats
-    monkeypatch.setattr(
-        benchtime, "scale_floats", lambda ts, f: (probed.append(ts[0].data_ptr()), scale(ts, f))
-    )
+    def ms(self, task, kinds, place):
+        return {(i, "eager"): self.value for i in range(len(task.bench))}
+
+    def interval(self, task, index, kind="eager"):
+        return None
+
+
+class WithInterval(Fixed):
+    """Baselines whose eager medians carry a +-10% interval."""
+
+    def interval(self, task, index, kind="eager"):
+        return [0.9 * self.value, 1.1 * self.value]
+
+
+def test_a_baseline_s_interval_is_kept_beside_its_median(tmp_path, monkeypatch):
+    """The worker's interval ends are cached under keys of their own, so a later run finds
+    them; a baseline cached without them has no interval (and is not measured again)."""
     task = find("Math/rsqrt")
-    a = Inputs((torch.rand(64) + 0.5, None))
-    b = Inputs((torch.rand(64) + 2.0, None))
-    honest = lambda x, out=None: torch.rsqrt(x)  # noqa: E731
-    for alt in (b, None):
-        order.clear()
-        probed.clear()
-        _, out, variant = benchtime.time_case(
-            task, task.cases[0], a, honest, alt, probe=True, profile=True
+    monkeypatch.setattr(bl, "baseline_key", lambda t, i, k: f"{t.id}|{i}|{k}")
+
+    def in_worker(task_, wanted, place):
+        got = {(i, k): 2.0 for i, k in wanted}
+        got.update(
+            {(i, f"{k}_lo"): 1.8 for i, k in wanted} | {(i, f"{k}_hi"): 2.2 for i, k in wanted}
         )
-        assert order == ["probe", "profile"]
-        own = {t[0][0].data_ptr() for t in sets}
-        if alt is not None:
-            assert set(probed) == {sets[0][0][0].data_ptr()}
-        else:
-            assert probed and not set(probed) & own
-        assert torch.equal(out[0], torch.rsqrt((a, b)[variant].args[0]))
+        return got, 0.0
+
+    monkeypatch.setattr(bl, "in_worker", in_worker)
+    with Baselines(tmp_path / "b.sqlite") as first:
+        assert first.ms(task, ("eager",), CPU) == {
+            (i, "eager"): 2.0 for i in range(len(task.bench))
+        }
+        assert first.interval(task, 0) == [1.8, 2.2]
+    monkeypatch.setattr(bl, "in_worker", fake_worker([]))
+    with Baselines(tmp_path / "b.sqlite") as again:
+        assert again.interval(task, 1) == [1.8, 2.2]  # from the cache file
+        assert again.interval(task, 0, "compile") is None
 
 
-def test_keyword_tensors_get_their_own_copies_so_the_probe_leaves_the_case_alone(monkeypatch):
-    """A tensor passed by keyword (a loss's class weights) is copied per input set like the
-    positional ones: the probe's scaled contents never reach the case, and the final call's
-    output matches the contents it was given (on the H200 a shared keyword tensor made two
-    reference solutions fail their re-check)."""
-    import torch
-
-    from kbx.evaluate import benchtime, tensors
-    from kbx.suite import find
-    from kbx.task import Inputs
-
-    w = torch.rand(16) + 0.5
-    copied = tensors.clone({"weight": w, "n": 3})
-    assert copied["weight"] is not w and torch.equal(copied["weight"], w) and copied["n"] == 3
-
-    stand_in_clock(monkeypatch, passes=6)
+def test_a_malformed_timing_report_is_forbidden_not_a_harness_error():
+    """Timings come from the candidate's process: garbage there is the candidate's doing."""
     task = find("Math/rsqrt")
-    a = Inputs((torch.rand(16) + 0.5, None), {"weight": torch.rand(16) + 0.5})
-    b = Inputs((torch.rand(16) + 2.0, None), {"weight": torch.rand(16) + 2.0})
-    kept = tensors.clone(a.kwargs["weight"])
-    _, out, variant = benchtime.time_case(
-        task, task.cases[0], a, lambda x, out, weight: x * weight, b, probe=True
-    )
-    seen = (a, b)[variant]  # rsqrt's `out` argument makes the output (result, (out,))
-    assert torch.equal(out[0], seen.args[0] * seen.kwargs["weight"])
-    assert torch.equal(a.kwargs["weight"], kept)
+    good = [
+        {"median_ms": 0.5, "reps": 10, "phases_ms": {"timing": 3.0}, "fresh_ms": 0.5}
+        for _ in task.bench
+    ]
+    cases, speedup, vs_compile = timing.speedups(task, good, Fixed(1.0), CPU, ("eager",))
+    assert speedup == pytest.approx(2.0) and cases[0].phases_ms == {"timing": 3.0}
+    assert vs_compile is None
+    bad = [dict(t) for t in good]
+    bad[0]["median_ms"] = "fast"
+    with pytest.raises(Reject) as err:
+        timing.speedups(task, bad, Fixed(1.0), CPU, ("eager",))
+    assert err.value.verdict == Verdict.FORBIDDEN
+
+    unprobed = [dict(t) for t in good]
+    del unprobed[1]["fresh_ms"]
+    with pytest.raises(Reject) as err:
+        timing.speedups(task, unprobed, Fixed(1.0), CPU, ("eager",))
+    assert err.value.verdict == Verdict.FORBIDDEN
+    with pytest.raises(Reject) as err:
+        timing.speedups(task, good[:-1], Fixed(1.0), CPU, ("eager",))
+    assert err.value.verdict == Verdict.CRASHED
 
 
-def test_timed_benchmark_cases_are_called_but_their_first_outputs_not_copied_out():
-    """A benchmark case that will be timed is judged on its timed output: run_cases still calls
-    it (a crash at full size is caught there) but keeps no copy of its output, unless the task
-    is random (its seed rules are checked on those calls)."""
-    import dataclasses
+def test_speedups_are_geometric_means_over_the_cases(tmp_path, monkeypatch):
+    """vs eager over every case; vs torch.compile only when it compiled every case."""
+    task = find("Math/rsqrt")
+    n = len(task.bench)
+    assert n >= 2
+    monkeypatch.setattr(bl, "baseline_key", lambda t, i, k: f"{t.id}|{i}|{k}")
 
-    import torch
+    def in_worker(task_, wanted, place):
+        return {(i, k): (4.0 if k == "eager" else 2.0) * (i + 1) for i, k in wanted}, 0.0
 
-    from kbx.evaluate import runner
-    from kbx.suite import find
-    from kbx.task import Case
+    monkeypatch.setattr(bl, "in_worker", in_worker)
+    reports = [{"median_ms": float(i + 1), "reps": 10, "fresh_ms": float(i + 1)} for i in range(n)]
+    cases, vs_eager, vs_compile = timing.speedups(task, reports, Baselines(None), CPU)
+    assert [c.eager_ms for c in cases] == [4.0 * (i + 1) for i in range(n)]
+    assert vs_eager == pytest.approx(4.0) and vs_compile == pytest.approx(2.0)
+    monkeypatch.setattr(bl, "in_worker", fake_worker([]))  # torch.compile fails: no speedup
+    assert timing.speedups(task, reports, Baselines(None), CPU)[2] is None
 
-    class Quiet:
-        def send(self, event, **fields):
-            pass
 
-    class Counter:
-        required, launches = False, 0
+def test_each_speedup_carries_the_interval_of_its_kernel_time():
+    """The child's 95% interval of each median gives each case's speedup an interval, and the
+    geometric mean one from the cases' ends; a report without one gives none."""
+    task = find("Math/rsqrt")
+    reports = [
+        {"median_ms": 0.5, "ci_low_ms": 0.4, "ci_high_ms": 0.625, "reps": 10, "fresh_ms": 0.5}
+        for _ in task.bench
+    ]
+    cases, speedup, _ = timing.speedups(task, reports, Fixed(1.0), CPU, ("eager",))
+    assert cases[0].kernel_ci_ms == [0.4, 0.625]
+    assert cases[0].speedup_ci == pytest.approx((1.6, 2.5))
+    assert timing.speedup_ci(cases) == pytest.approx([1.6, 2.5])
+    assert cases[0].speedup_ci[0] < speedup < cases[0].speedup_ci[1]
+    widened = timing.speedups(task, reports, WithInterval(1.0), CPU, ("eager",))[0]
+    assert widened[0].eager_ci_ms == [0.9, 1.1]
+    assert widened[0].speedup_ci == pytest.approx((0.9 / 0.625, 1.1 / 0.4))
+    for r in reports:
+        del r["ci_low_ms"], r["ci_high_ms"]
+    cases, _, _ = timing.speedups(task, reports, Fixed(1.0), CPU, ("eager",))
+    assert cases[0].speedup_ci is None and timing.speedup_ci(cases) is None
 
-    task = dataclasses.replace(find("Math/rsqrt"), bench=(Case((1000,), seed=11),))
+
+def test_timed_calls_far_faster_than_calls_on_new_contents_are_too_fast():
+    """The reuse probe: an honest kernel takes about as long on new contents as on contents it
+    has seen; a result cache keyed on contents does not.  Tiny calls are left to clock noise."""
+    task = find("MatrixMultiply/matmul")
+
+    def timings(median: float, fresh: float, seen: float | None = None) -> list[dict]:
+        report = {"median_ms": median, "reps": 10, "fresh_ms": fresh, "seen_ms": seen}
+        return [dict(report) for _ in task.bench]
+
+    def speedups(reports: list[dict]) -> list:
+        return timing.speedups(task, reports, Fixed(3.0), CPU, ("eager",))[0]
+
+    cases = speedups(timings(1.0, 1.08, 1.0))
+    assert cases[0].fresh_ms == 1.08 and cases[0].seen_ms == 1.0
+    speedups(timings(0.004, 0.012))  # noise-sized calls
+    # a stall during the probe slowed the seen calls beside the fresh ones: not reuse
+    speedups(timings(0.24, 2.9, 2.8))
+    for seen in (None, 0.25):  # no seen calls reported, or fast ones: reuse
+        with pytest.raises(Reject) as err:
+            speedups(timings(0.24, 2.9, seen))
+        assert err.value.verdict == Verdict.TOO_FAST and "reused" in err.value.detail
+
+
+def test_baselines_are_fetched_in_the_background_and_failures_left_for_later(monkeypatch):
+    """The prefetch threads start at the first prefetch, not at import, and end with close."""
+    from contextlib import nullcontext
+
+    task = find("Math/rsqrt")
     calls = []
 
-    def entry(x, out=None):
-        calls.append(x.numel())
-        return torch.rsqrt(x)
+    def fake(self, task_, kinds, place):
+        calls.append((task_.id, kinds, place.lock, place.gpu, threading.current_thread().name))
+        raise RuntimeError("eager failed")  # raised again by speedups' own call, not here
 
-    timed = runner.Plan.build(task, "cpu", bench=True, timed=True)
-    got = runner.run_cases(task, timed, entry, Counter(), Quiet())
-    assert 1000 in calls and got["bench"] == [[]]
-    assert all(isinstance(outs[0][0], torch.Tensor) for outs in got["cases"])
-    untimed = runner.Plan.build(task, "cpu", bench=True, timed=False)
-    got = runner.run_cases(task, untimed, entry, Counter(), Quiet())
-    assert isinstance(got["bench"][0][0][0], torch.Tensor)
-
-
-def test_a_probe_round_that_stalled_is_retried_on_new_contents(monkeypatch):
-    """An honest candidate whose first probe round met a stall of the GPU gets another round on
-    new contents; a content cache is slow on every round and stays suspect."""
-    import torch
-
-    from kbx.evaluate import benchtime
-    from kbx.evaluate import clock as timing
-    from kbx.task import Inputs
-
-    rounds: list[float] = []
-
-    def time_fixed(call, prepare, reps):
-        scales = []
-        for k in range(reps):
-            prepare(k)
-            scales.append(float(x[0]))
-            call()
-        rounds.append(min(scales))
-        return times.pop(0)
-
-    x = torch.ones(4)
-    monkeypatch.setattr(timing, "time_fixed", time_fixed)
-    inputs = Inputs((torch.ones(4),))
-
-    def entry(t):
-        x.copy_(t)  # what the probe handed over
-
-    times = [5.0, 1.0, 1.0]  # a stall, then the real cost
-    assert benchtime.fresh_ms(inputs, entry, 0, timed_ms=1.0) == (1.0, None)
-    assert len(rounds) == 2 and rounds[1] < rounds[0]  # the second round saw new contents
-
-    times, rounds[:] = [5.0] * 9, []  # a cache: slow on new contents every round
-    assert benchtime.fresh_ms(inputs, entry, 0, timed_ms=1.0) == (5.0, None)
-    assert len(rounds) == 1 + benchtime.PROBE_ROUNDS  # the first, then the retries
-    assert len(set(rounds)) == len(rounds)  # new contents each round
-    assert benchtime.looks_reused(1.0, 5.0) and not benchtime.looks_reused(1.0, 1.5)
+    monkeypatch.setattr(Baselines, "ms", fake)
+    monkeypatch.setattr(bl, "on_device", lambda gpu: nullcontext())  # no GPU here
+    base = Baselines(None)
+    assert base.pool is None
+    base.prefetch(task, ("eager",), Placement(lock="/tmp/gpu0.lock")).result(timeout=10)
+    assert calls[0][:4] == ("Math/rsqrt", ("eager",), "/tmp/gpu0.lock", None)
+    assert calls[0][4].startswith("kbx-baselines")
+    pool = base.pool
+    base.close()
+    assert base.pool is None and pool is not None
+    with pytest.raises(RuntimeError):  # shut down
+        pool.submit(print)
 
 
-def test_seen_calls_beside_the_probe_tell_a_stall_from_a_cache(monkeypatch):
-    """After a first round that looks like reuse, each probe round is flanked by calls on seen
-    contents: a stall that lasts the whole probe slows them as much as the fresh calls (one
-    more round, not suspect); a content cache keeps them fast, and every round stays
-    suspect.  An honest first round needs no seen calls."""
-    import torch
+def test_the_timing_stage_prefetches_only_timed_runs_and_shares_one_object(tmp_path):
+    from kbx.core.config import EvalConfig
 
-    from kbx.evaluate import benchtime
-    from kbx.evaluate import clock as timing
-    from kbx.task import Inputs
-
-    made: list[str] = []
-
-    def time_fixed(call, prepare, reps):
-        for k in range(reps):
-            prepare(k)
-            call()
-        kind = "seen" if call is seen_call else "fresh"
-        made.append(kind)
-        return cost[kind]
-
-    def seen_call() -> None:
-        pass
-
-    monkeypatch.setattr(timing, "time_fixed", time_fixed)
-    inputs = Inputs((torch.ones(4),))
-    cost = {"seen": 5.0, "fresh": 5.2}  # the GPU slow all along, for both kinds of call
-    got = benchtime.fresh_ms(inputs, lambda t: None, 0, 1.0, (seen_call, lambda k: None))
-    assert got == (5.2, 5.0) and made == ["fresh", "seen", "fresh", "seen"]
-    assert not benchtime.suspect(1.0, *got)
-
-    made.clear()
-    cost = {"seen": 1.0, "fresh": 5.0}  # cached on contents: fast on seen ones only
-    got = benchtime.fresh_ms(inputs, lambda t: None, 0, 1.0, (seen_call, lambda k: None))
-    assert got == (5.0, 1.0) and len(made) == 1 + 3 * benchtime.PROBE_ROUNDS
-    assert benchtime.suspect(1.0, *got)
-
-    made.clear()
-    cost = {"seen": 1.0, "fresh": 1.1}  # honest: the first round alone, no seen calls
-    got = benchtime.fresh_ms(inputs, lambda t: None, 0, 1.0, (seen_call, lambda k: None))
-    assert got == (1.1, None) and made == ["fresh"]
-    assert not benchtime.suspect(1.0, *got)
+    path = tmp_path / "b.sqlite"
+    assert bl.open_baselines(path) is bl.open_baselines(path)
+    assert timing.prefetch(find("Math/rsqrt"), EvalConfig(device="cpu"), CPU) is None
 
 
-def test_a_warm_up_under_a_shared_hold_makes_way_between_its_calls(tmp_path, monkeypatch):
-    """A baseline's warm-up holds the GPU lock shared: a timing that asks for it gets it at the
-    next call, after the GPU work so far is finished (the ``sync``)."""
-    import threading
-
-    from kbx.runtime import gpulock
-
-    monkeypatch.setattr(gpulock, "YIELD_AFTER_S", 0.0)
-    monkeypatch.setattr(gpulock, "CHECK_EVERY_S", 0.0)
-    lock = str(tmp_path / "gpu0.lock")
-    order = []
-    asked, blocked = threading.Event(), threading.Event()
-    monkeypatch.setattr(gpulock, "ON_WAIT", [lambda waiting: waiting and blocked.set()])
-
-    def timing():
-        asked.wait(5)
-        with gpulock.exclusive(lock, "timing"):
-            order.append("timing")
-
-    def call():
-        order.append("call")
-        if order.count("call") == 2:  # the timing asks during the second call
-            asked.set()
-            blocked.wait(5)  # ... and waits for the shared hold
-
-    t = threading.Thread(target=timing)
-    t.start()
-    with gpulock.shared(lock, "eager warm-up"):
-        warm_up([call, call, call], min_ms=0.0, sync=lambda: order.append("sync"))
-    t.join(5)
-    # the third call's safe point: the first two calls' work finished, the timing, the call
-    assert order == ["call", "sync", "call", "sync", "sync", "timing", "call", "sync"]
+def test_the_peaks_are_measured_once(monkeypatch, tmp_path):
+    measured = []
+    peaks = Peaks(bandwidth_gbs=4000.0, tflops={"fp32": 50.0})
+    monkeypatch.setattr(bl, "load_peaks", lambda folder: measured.append(folder) or peaks)
+    base = Baselines(tmp_path / "b.sqlite")
+    assert base.peaks(CPU) is peaks and base.peaks(CPU) is peaks
+    assert measured == [tmp_path]  # kept next to the cache
 
 
-FIRST_SESSION = """
-import json, sys
-import torch
-from kbx.evaluate import benchtime
-if sys.argv[1] == "prepared":
-    benchtime.prepare_profiler()
-before = set(sys.modules)
-from torch.profiler import ProfilerActivity, profile
-with profile(activities=[ProfilerActivity.CPU]):
-    torch.ones(4).add(1)
-print(json.dumps(sorted(set(sys.modules) - before)))
-"""
+def test_durations_without_a_cache_are_none():
+    base = Baselines(None)
+    base.put_duration("Math/add", 3.0)
+    assert base.durations() == {}
 
 
-def test_a_prepared_profiler_imports_nothing_when_a_case_is_profiled():
-    """A profiler session's start imports torch._inductor (and torch._dynamo) the first time;
-    in a child that was inside its exclusive timing turn, seconds in which the GPU stood idle.
-    ``prepare_profiler`` (the child's setup) takes that import first.  Fresh interpreters:
-    this one's tests have imported those modules already."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    new = {}
-    for how in ("prepared", "bare"):
-        out = subprocess.run(
-            [sys.executable, "-c", FIRST_SESSION, how],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        new[how] = json.loads(out.stdout.strip().splitlines()[-1])
-    assert "torch._inductor" in new["bare"]  # what the preparation takes out of the turn
-    assert new["prepared"] == []
+def test_the_stage_fills_the_result_with_cases_speedups_and_lock_wait(monkeypatch, tmp_path):
+    from kbx.core.candidate import Candidate
+    from kbx.core.config import EvalConfig
+    from kbx.core.result import Result
+
+    task = find("Math/rsqrt")
+    monkeypatch.setattr(
+        Baselines,
+        "ms",
+        lambda self, t, kinds, lock, gpu=None, core=None: {
+            (i, k): 2.0 for i in range(len(t.bench)) for k in kinds
+        },
+    )
+    monkeypatch.setattr(Baselines, "peaks", lambda self, lock, core=None: Peaks(1e9, {"fp32": 1e9}))
+    monkeypatch.setattr(Baselines, "interval", lambda self, t, i, kind="eager": [1.5, 2.5])
+    cfg = EvalConfig(device="cuda", baseline_cache=tmp_path / "b.sqlite")
+    result = Result.of(Candidate("s", task.id, "x"), "cuda", Verdict.PASSED, "all match", "done")
+    reports = [{"median_ms": 1.0, "reps": 10, "fresh_ms": 1.0} for _ in task.bench]
+    timing.against_baselines(task, reports, CPU, cfg, result)
+    assert (result.speedup, result.speedup_compile) == (2.0, 2.0)
+    assert result.detail == "all match; 2x vs eager" and result.stage_s["baselines_wait"] == 0.0
+    assert len(result.cases) == len(task.bench) and result.cases[0].floor_ms is not None
+    assert result.cases[0].eager_ci_ms == [1.5, 2.5]
+    assert result.speedup_ci is None  # these reports give the kernel's median no interval
+
+
+def test_efficiency_is_measured_against_the_peak_of_the_case_s_dtype():
+    """float32 against the better of fp32 and tf32 (not bf16's, as the too_fast floor is),
+    bf16 against its own; the SOL score is 1 at the roofline and 0.5 at eager's time."""
+    peaks = Peaks(1000.0, {"fp32": 50.0, "tf32": 400.0, "fp16": 800.0, "bf16": 900.0})
+    got = peaks.efficiency(1e9, 1e12, torch.float32, kernel_ms=10.0)
+    assert got["bandwidth_share"] == pytest.approx(0.1)
+    assert got["compute_share"] == pytest.approx(0.25) and got["dtype_floor_ms"] == 2.5
+    assert peaks.floor_ms(1e9, 1e12) == pytest.approx(1e12 / 900e12 * 1e3)  # the best peak
+    assert peaks.efficiency(0, 9e11, torch.bfloat16, 1.0)["compute_share"] == pytest.approx(1.0)
+    assert sol_score(2.5, 20.0, 2.5) == 1.0 and sol_score(20.0, 20.0, 2.5) == 0.5
+    assert sol_score(10.0, 20.0, 2.5) == pytest.approx(1 / (1 + 7.5 / 17.5))
+    assert sol_score(10.0, 2.0, 2.5) is None  # eager already at the floor: no scale
+    case = CaseTiming(0, "x", 10.0, 20.0, 10, dtype_floor_ms=2.5)
+    assert case.sol_score == pytest.approx(0.7)
+    assert CaseTiming(0, "x", 10.0, 20.0, 10).sol_score is None

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from kbx.config import Tuning
-from kbx.evaluator import Evaluator
+from kbx.core.config import Tuning
 from kbx.generate.config import ClientConfig, MethodConfig, RunConfig
 from kbx.generate.judge import through
 from kbx.generate.runner import Plan
+from kbx.run.evaluator import Evaluator
 from kbx.suite import find
 from tests.conftest import REFERENCE
 from tests.generate.server import FakeServer

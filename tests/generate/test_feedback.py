@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from kbx.candidate import make
-from kbx.evaluator import Evaluator
+from kbx.core.candidate import make
+from kbx.core.result import Result
 from kbx.generate.feedback import Feedback, feedback
-from kbx.result import Result
-from kbx.verdict import Verdict
+from kbx.run.evaluator import Evaluator
+from kbx.suite.verdict import Verdict
 from tests.generate.conftest import reference
 
 

@@ -9,14 +9,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kbx.candidate import Candidate
-from kbx.evaluator import Evaluator
+from kbx.core.candidate import Candidate
+from kbx.core.result import Result
 from kbx.generate.config import GeakConfig
 from kbx.generate.geak import Attempt, State, choose_mode, insert_pool, remember
 from kbx.generate.judge import Outcome, through
 from kbx.generate.runner import generate
-from kbx.result import Result
-from kbx.verdict import Verdict
+from kbx.run.evaluator import Evaluator
+from kbx.suite.verdict import Verdict
 from tests.generate.conftest import TASKS, plan, reference, task_in
 from tests.generate.server import FakeServer, prompt_of
 from tests.generate.test_oneshot import eval_verdicts, rows

@@ -9,12 +9,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kbx.evaluator import Evaluator
 from kbx.generate.ban import scan
 from kbx.generate.config import KernelAgentConfig
 from kbx.generate.judge import through
 from kbx.generate.kernelagent import run_test, with_alias
 from kbx.generate.runner import generate
+from kbx.run.evaluator import Evaluator
 from kbx.suite import find
 from tests.generate.conftest import TASKS, fenced, plan, reference, task_in
 from tests.generate.server import FakeServer, prompt_of

@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kbx.evaluator import Evaluator
 from kbx.generate.config import OneshotConfig, preset
 from kbx.generate.judge import through
 from kbx.generate.runner import generate
+from kbx.run.evaluator import Evaluator
 from kbx.run.plan import run_eval
 from tests.generate.conftest import TASKS, fenced, plan, reference, task_in
 from tests.generate.server import FakeServer, prompt_of

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kbx.config import Tuning
+from kbx.core.config import Tuning
 from kbx.serve.auth import TokenError, Tokens, digest
 from kbx.serve.queue import NewJob, Queue, content_key
 from kbx.serve.tiers import THOROUGH_REL_CI, profile
@@ -73,8 +73,9 @@ def test_tokens_are_kept_hashed_and_checked(tmp_path: Path) -> None:
 
 
 def test_the_thorough_knobs_reach_the_child_and_tighten_the_timing() -> None:
-    from kbx.config import EvalConfig
-    from kbx.evaluate import childenv, clock
+    from kbx.core.config import EvalConfig
+    from kbx.gpu import clock
+    from kbx.sandbox import childenv
 
     tuning = profile("thorough", "cuda", Tuning()).tuning
     child = childenv.settings(EvalConfig(device="cuda", tuning=tuning))

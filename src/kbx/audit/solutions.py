@@ -18,11 +18,11 @@ from typing import Any
 
 from kbx.audit.hopper import spec_of
 from kbx.audit.torchops import TorchCalls
-from kbx.candidate import read_source
-from kbx.evaluate import launches
-from kbx.evaluate.entry import CandidateFailure, import_entry
-from kbx.evaluate.tensors import fresh_arguments
+from kbx.core.candidate import read_source
+from kbx.sandbox.child import launches
+from kbx.sandbox.child.entry import CandidateFailure, import_entry
 from kbx.suite import find
+from kbx.suite.tensors import fresh_arguments
 
 
 def audit_one(path: str, task_id: str, counter: launches.LaunchCounter) -> dict[str, Any]:

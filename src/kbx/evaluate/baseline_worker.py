@@ -20,15 +20,15 @@ from typing import Any
 
 import torch
 
-from kbx.evaluate.benchtime import time_case
-from kbx.evaluate.childenv import process_cpu_s
-from kbx.evaluate.clock import Timing
-from kbx.evaluate.tensors import fresh_arguments, full_fp32
-from kbx.runtime import gpuwait
-from kbx.runtime.gpulock import exclusive, holding, locked, shared
-from kbx.runtime.gpuops import gpu_ops_locked
+from kbx.gpu import gpuwait
+from kbx.gpu.benchtime import time_case
+from kbx.gpu.clock import Timing
+from kbx.gpu.gpulock import exclusive, holding, locked, shared
+from kbx.gpu.gpuops import gpu_ops_locked
+from kbx.sandbox.childenv import process_cpu_s
 from kbx.suite import find
-from kbx.task import Inputs, Task
+from kbx.suite.task import Inputs, Task
+from kbx.suite.tensors import fresh_arguments, full_fp32
 
 
 def measure(
@@ -144,7 +144,7 @@ def main(task_id: str, kinds: str, cases: str, lock: str, core: str = "") -> int
 def serve() -> int:
     """One request per stdin line, one marked reply line each (``compile_pool``), until stdin
     closes: torch, kbx and inductor start once for many tasks."""
-    from kbx.runtime.compile_pool import MARK
+    from kbx.gpu.compile_pool import MARK
 
     full_fp32()
     gpuwait.asleep()  # waits sleep, except in the timing turns (``gpuwait``)

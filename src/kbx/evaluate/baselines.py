@@ -23,12 +23,13 @@ from functools import cache
 from pathlib import Path
 from types import TracebackType
 
-from kbx.evaluate.childenv import SOURCE_ROOT, visible_gpu
-from kbx.hardware import Peaks, fingerprint, load_peaks
-from kbx.runtime import compile_pool
-from kbx.runtime.gpulock import exclusive
-from kbx.runtime.gpuops import on_device
-from kbx.task import Task
+from kbx.gpu import compile_pool
+from kbx.gpu.gpulock import exclusive
+from kbx.gpu.gpuops import on_device
+from kbx.gpu.hardware import Peaks, fingerprint, load_peaks
+from kbx.gpu.placement import Placement
+from kbx.sandbox.childenv import SOURCE_ROOT, visible_gpu
+from kbx.suite.task import Task
 
 KINDS = ("eager", "compile")
 BASELINE_TIMEOUT_S = 900.0  # a task's baselines, torch.compile of every case included
@@ -97,11 +98,7 @@ def baseline_key(task: Task, index: int, kind: str) -> str:
 
 
 def in_worker(
-    task: Task,
-    wanted: list[tuple[int, str]],
-    lock_path: str | None,
-    gpu: int | None,
-    core: int | None = None,
+    task: Task, wanted: list[tuple[int, str]], place: Placement
 ) -> tuple[Measured, float]:
     """Measure some (case, kind) pairs of one task in a trusted baseline process
     (``baseline_worker``): a worker of ``compile_pool`` kept between tasks, or, if that worker
@@ -111,11 +108,12 @@ def in_worker(
     operation), stretching its exclusive holds while every GPU's work waits
     (docs/design/throughput.md, Baselines)."""
     env = dict(os.environ, PYTHONPATH=SOURCE_ROOT, **ONE_THREAD)
+    gpu, core = place.gpu, place.timing_core
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = visible_gpu(gpu)
     kinds = ",".join(sorted({k for _, k in wanted}))
     cases = ",".join(str(i) for i in sorted({i for i, _ in wanted}))
-    request = {"task": task.id, "kinds": kinds, "cases": cases, "lock": lock_path or ""}
+    request = {"task": task.id, "kinds": kinds, "cases": cases, "lock": place.lock or ""}
     request["core"] = "" if core is None else str(core)  # its timing turns' core (``cores``)
     cpu_s = 0.0
     try:
@@ -164,14 +162,7 @@ class Baselines:
         self.peaks_lock = threading.Lock()
         self.measured_peaks: Peaks | None = None
 
-    def ms(
-        self,
-        task: Task,
-        kinds: tuple[str, ...],
-        lock_path: str | None,
-        gpu: int | None = None,
-        core: int | None = None,
-    ) -> Measured:
+    def ms(self, task: Task, kinds: tuple[str, ...], place: Placement) -> Measured:
         """Every baseline of a task: from memory, else the cache, else measured (one process
         for all that are missing; one measurement per task at a time)."""
         with self.lock:
@@ -185,7 +176,7 @@ class Baselines:
                     got[pair] = self.memory[key] = ms
             missing = [pair for pair in keys if pair not in got]
             if missing:
-                measured, cpu_s = in_worker(task, missing, lock_path, gpu, core)
+                measured, cpu_s = in_worker(task, missing, place)
                 with self.lock:
                     self.worker_cpu_s += cpu_s
                 for pair, ms in measured.items():
@@ -213,14 +204,7 @@ class Baselines:
     def cached(self, key: str) -> tuple[bool, float | None]:
         return self.cache.get(key) if self.cache else (False, None)
 
-    def prefetch(
-        self,
-        task: Task,
-        kinds: tuple[str, ...],
-        lock_path: str | None,
-        gpu: int | None = None,
-        core: int | None = None,
-    ) -> Future[None]:
+    def prefetch(self, task: Task, kinds: tuple[str, ...], place: Placement) -> Future[None]:
         """Start a task's baselines (cache lookups, or measurements) in the background while its
         candidate runs: torch.compile's seconds of CPU then overlap the candidate's compiling
         instead of following it (docs/design/throughput.md, Baselines).  ``ms`` later finds them
@@ -230,26 +214,19 @@ class Baselines:
             if self.pool is None:
                 self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="kbx-baselines")
             pool = self.pool
-        return pool.submit(self.fetch_quietly, task, kinds, lock_path, gpu, core)
+        return pool.submit(self.fetch_quietly, task, kinds, place)
 
-    def fetch_quietly(
-        self,
-        task: Task,
-        kinds: tuple[str, ...],
-        lock_path: str | None,
-        gpu: int | None = None,
-        core: int | None = None,
-    ) -> None:
+    def fetch_quietly(self, task: Task, kinds: tuple[str, ...], place: Placement) -> None:
         """``ms`` on the job's GPU, ahead of the call that needs the numbers: a failure is left
         for that call to raise (and report against the task)."""
-        with on_device(gpu), contextlib.suppress(Exception):
-            self.ms(task, kinds, lock_path, gpu, core)
+        with on_device(place.gpu), contextlib.suppress(Exception):
+            self.ms(task, kinds, place)
 
-    def peaks(self, lock_path: str | None, core: int | None = None) -> Peaks:
+    def peaks(self, place: Placement) -> Peaks:
         """This GPU's measured peaks (for the roofline), once (and cached on disk)."""
         with self.peaks_lock:
             if self.measured_peaks is None:
-                with exclusive(lock_path, "peaks", core):
+                with exclusive(place.lock, "peaks", place.timing_core):
                     self.measured_peaks = load_peaks(self.folder)
             return self.measured_peaks
 

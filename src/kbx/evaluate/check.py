@@ -10,12 +10,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kbx.evaluate.compare import compare
 from kbx.evaluate.references import References, on_cpu
-from kbx.runtime.gpulock import waited_s
-from kbx.runtime.gpuops import gpu_ops_locked, wait_loaded
-from kbx.task import Inputs, Task, Tolerance
-from kbx.verdict import Reject, Verdict
+from kbx.gpu.gpulock import waited_s
+from kbx.gpu.gpuops import gpu_ops_locked, wait_loaded
+from kbx.gpu.placement import CPU, Placement
+from kbx.suite.compare import compare
+from kbx.suite.task import Inputs, Task, Tolerance
+from kbx.suite.verdict import Reject, Verdict
 
 EXACT = Tolerance(rtol=0.0, atol=0.0)
 
@@ -23,8 +24,7 @@ EXACT = Tolerance(rtol=0.0, atol=0.0)
 def judge(
     task: Task,
     outputs: dict[tuple[str, int], list[Any]],
-    device: str,
-    lock: str | None = None,
+    place: Placement = CPU,
     spent: dict[str, float] | None = None,
     variants: dict[int, int] | None = None,
     refs: References | None = None,
@@ -32,7 +32,7 @@ def judge(
     """Raise ``Reject`` unless every case's outputs are acceptable; ``outputs`` holds exactly the
     cases the trusted side expects (``expect``, enforced by the sandbox), by kind and index
     (``timed``: the output of a benchmark case's last timed call, which saw the redrawn
-    contents where ``variants`` says 1).  The GPU ``lock`` is taken op by op (``gpuops``) for a
+    contents where ``variants`` says 1).  The job's GPU lock is taken op by op (``gpuops``) for a
     case's inputs, its reference run and its comparison: the CPU work of a check runs outside
     it, and a waiting timing gets its turn between GPU operations.  Returns the seconds spent
     waiting for it; ``spent`` gets the seconds of each kind of output, waits included.
@@ -53,11 +53,11 @@ def judge(
             kind_here = "timed_refill"  # the last timed call saw the redrawn contents
         began = time.monotonic()
         try:
-            judge_case(task, kind_here, index, runs, device, lock, refs)
+            judge_case(task, kind_here, index, runs, place, refs)
         except Reject as r:
             detail = f"{where}: {r.detail}"
             if kind == "timed" and r.verdict is Verdict.MISMATCH:
-                detail += stale_hint(task, kind_here, index, runs, device, lock, refs)
+                detail += stale_hint(task, kind_here, index, runs, place, refs)
             raise Reject(r.verdict, detail) from None
         finally:
             spent[kind] = spent.get(kind, 0.0) + time.monotonic() - began
@@ -69,8 +69,7 @@ def stale_hint(
     kind: str,
     index: int,
     runs: list[Any],
-    device: str,
-    lock: str | None,
+    place: Placement,
     refs: References,
 ) -> str:
     """For a final timed call's output that failed its check: whether it is right for the
@@ -80,7 +79,7 @@ def stale_hint(
     (docs/design/throughput.md, Correctness findings)."""
     other = "timed" if kind == "timed_refill" else "timed_refill"
     try:
-        judge_case(task, other, index, runs, device, lock, refs)
+        judge_case(task, other, index, runs, place, refs)
     except Reject:
         return ""
     return (
@@ -94,13 +93,11 @@ def judge_case(
     kind: str,
     index: int,
     runs: list[Any],
-    device: str,
-    lock: str | None = None,
+    place: Placement = CPU,
     refs: References | None = None,
 ) -> None:
-    inputs, want = (References() if refs is None else refs).expected(
-        task, kind, index, device, lock
-    )
+    inputs, want = (References() if refs is None else refs).expected(task, kind, index, place)
+    lock = place.lock
     if kind in ("cases", "refill") and task.check is not None:
         # Correctness cases are small: their property checks run on CPU copies of the inputs
         # (the outputs and the reference's are on the CPU already), with no GPU hold: on the

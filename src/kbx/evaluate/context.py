@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kbx.evaluate.references import References
-from kbx.runtime.servers import ForkServers
+from kbx.sandbox.servers import ForkServers
 
 
 @dataclass

@@ -13,16 +13,16 @@ import traceback
 from pathlib import Path
 from types import TracebackType
 
-from kbx.candidate import Candidate
-from kbx.config import EvalConfig
-from kbx.evaluate import confine
+from kbx.core.candidate import Candidate
+from kbx.core.config import EvalConfig
+from kbx.core.result import Result
 from kbx.evaluate.references import References
-from kbx.evaluate.sandbox import ChildRun
-from kbx.hardware import fingerprint
-from kbx.result import Result
+from kbx.gpu.hardware import fingerprint
+from kbx.sandbox import confine
+from kbx.sandbox.spawn import ChildRun
 from kbx.suite import find
-from kbx.task import Task
-from kbx.verdict import Reject, Verdict
+from kbx.suite.task import Task
+from kbx.suite.verdict import Reject, Verdict
 
 EARLY = (Verdict.IMPORT_FAILED, Verdict.NO_ENTRY, Verdict.HARNESS_ERROR)  # of the import stage
 KEYS = {"read": "start", "check": "check", "perf": "baselines"}  # stage -> its ``stage_s`` key

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from kbx.candidate import Candidate
-from kbx.config import EvalConfig
-from kbx.evaluate import check, sandbox, timing
-from kbx.evaluate.childenv import settings
+from kbx.core.candidate import Candidate
+from kbx.core.config import EvalConfig
+from kbx.core.result import Result
+from kbx.evaluate import check, timing
 from kbx.evaluate.context import Context
 from kbx.evaluate.outcome import Outcome
-from kbx.result import Result
-from kbx.runtime.gpuops import on_device
+from kbx.gpu.gpuops import on_device
+from kbx.sandbox import spawn
+from kbx.sandbox.childenv import settings
 
 
 def evaluate(candidate: Candidate, cfg: EvalConfig, ctx: Context | None = None) -> Result:
@@ -18,19 +19,19 @@ def evaluate(candidate: Candidate, cfg: EvalConfig, ctx: Context | None = None) 
     ctx = ctx or Context()
     with Outcome(candidate, cfg, ctx.refs) as out:
         task, child_cfg = out.read(), settings(cfg)
-        lock, device, timed = child_cfg.lock, cfg.device, cfg.timed
-        timing.prefetch(task, cfg, lock)  # measured while the candidate runs
-        ctx.refs.prefetch(task, device, lock, cfg.gpu, timed, cfg.tuning.ahead_bytes)  # likewise
+        place = child_cfg.place
+        timing.prefetch(task, cfg, place)  # measured while the candidate runs
+        ctx.refs.prefetch(task, place, cfg.tuning.ahead_bytes)  # likewise
         out.enter("import")
-        out.ran(child := sandbox.run_child(task, candidate.code, child_cfg, ctx.servers))
+        out.ran(child := spawn.run_child(task, candidate.code, child_cfg, ctx.servers))
         out.enter("check")
-        with on_device(cfg.gpu if device == "cuda" else None):
+        with on_device(place.current):
             spent: dict[str, float] = {}
             outputs, variants = child.outputs, child.variants
-            waited = check.judge(task, outputs, device, lock, spent, variants, ctx.refs)
+            waited = check.judge(task, outputs, place, spent, variants, ctx.refs)
             out.judged(waited, spent)
-            if timed:
+            if place.timed:
                 out.enter("perf")
-                timing.against_baselines(task, child.timings, lock, cfg, out.result)
+                timing.against_baselines(task, child.timings, place, cfg, out.result)
         out.result.task_version = task.version
     return out.result

@@ -15,9 +15,10 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_leaves, tree_map
 
-from kbx.evaluate.tensors import detached, fresh_arguments, full_fp32, refill_case, to_cpu
-from kbx.runtime.gpuops import gpu_ops_locked, on_device, wait_loaded
-from kbx.task import Case, Inputs, Task
+from kbx.gpu.gpuops import gpu_ops_locked, on_device, wait_loaded
+from kbx.gpu.placement import CPU, Placement
+from kbx.suite.task import Case, Inputs, Task
+from kbx.suite.tensors import detached, fresh_arguments, full_fp32, refill_case, to_cpu
 
 # The trusted process computes references and eager baselines in full float32: TF32 is off for
 # cuBLAS and cuDNN, as in the candidate's child (docs/design/tolerances.md).
@@ -66,15 +67,7 @@ class References:
             self.ahead.clear()
             self.ahead_bytes.clear()
 
-    def prefetch(
-        self,
-        task: Task,
-        device: str,
-        lock: str | None,
-        gpu: int | None,
-        timed: bool,
-        budget: int = AHEAD_GPU_BYTES,
-    ) -> None:
+    def prefetch(self, task: Task, place: Placement, budget: int = AHEAD_GPU_BYTES) -> None:
         """Start computing what ``judge`` will need while the candidate runs: the correctness
         cases and their refills (cached like any), and in a timed run each benchmark case for the
         contents its last timed call gets (the case redrawn: see ``benchtime.time_case``), as far
@@ -83,12 +76,12 @@ class References:
         (docs/design/throughput.md, Reference look-ahead).  ``expected`` takes a prefetched
         result when there is one; ``forget`` drops what a task's judge did not use."""
         wanted = [(k, i, 0) for k in ("cases", "refill") for i in range(len(task.cases))]
-        if timed:
+        if place.timed:
             wanted += [
                 ("timed_refill", i, int(task.bytes_moved(c))) for i, c in enumerate(task.bench)
             ]
         for kind, index, size in wanted:
-            key = (task.id, device, kind, index)
+            key = (task.id, place.device, kind, index)
             with self.lock:
                 if key in self.ahead or key in self.cache:
                     continue
@@ -96,15 +89,11 @@ class References:
                     continue
                 if size:
                     self.ahead_bytes[key] = size
-                self.ahead[key] = self.workers().submit(
-                    self.compute_on, gpu, task, kind, index, device, lock
-                )
+                self.ahead[key] = self.workers().submit(self.compute_on, task, kind, index, place)
 
-    def compute_on(
-        self, gpu: int | None, task: Task, kind: str, index: int, device: str, lock: str | None
-    ) -> tuple[Inputs, Any]:
-        with on_device(gpu):
-            return self.compute(task, kind, index, device, lock)
+    def compute_on(self, task: Task, kind: str, index: int, place: Placement) -> tuple[Inputs, Any]:
+        with on_device(place.current):
+            return self.compute(task, kind, index, place)
 
     def forget(self, task: Task) -> None:
         """Drop a task's prefetched results (the judge stopped early, or the candidate failed)."""
@@ -114,12 +103,12 @@ class References:
                 self.ahead_bytes.pop(key, None)
 
     def expected(
-        self, task: Task, kind: str, index: int, device: str, lock: str | None = None
+        self, task: Task, kind: str, index: int, place: Placement = CPU
     ) -> tuple[Inputs, Any]:
         """Inputs and reference output of one case, prefetched (``prefetch``) or computed now."""
         with self.lock:
-            ahead = self.ahead.pop((task.id, device, kind, index), None)
-            self.ahead_bytes.pop((task.id, device, kind, index), None)
+            ahead = self.ahead.pop((task.id, place.device, kind, index), None)
+            self.ahead_bytes.pop((task.id, place.device, kind, index), None)
         # one still queued behind other tasks' is computed here instead (cancel() fails once
         # started)
         if ahead is not None and not ahead.cancel():
@@ -127,19 +116,20 @@ class References:
                 return ahead.result()
             except Exception:  # noqa: BLE001, S110 - computed again below, reporting any fault
                 pass
-        return self.compute(task, kind, index, device, lock)
+        return self.compute(task, kind, index, place)
 
     def compute(
-        self, task: Task, kind: str, index: int, device: str, lock: str | None = None
+        self, task: Task, kind: str, index: int, place: Placement = CPU
     ) -> tuple[Inputs, Any]:
         """Inputs and reference output (on the CPU) of one case; correctness cases and their refills
         are cached (benchmark outputs are too large to keep).  The inputs' GPU work and the
-        reference run take the GPU ``lock`` op by op (``gpuops``): CPU work runs outside it, and a
+        reference run take the job's GPU lock op by op (``gpuops``): CPU work runs outside it, and a
         waiting timing gets its turn between two GPU operations."""
         wait_loaded()
         case: Case = (task.cases if kind in ("cases", "refill") else task.bench)[index]
         if kind in ("refill", "timed_refill"):
             case = refill_case(case)
+        device, lock = place.device, place.lock
         with gpu_ops_locked(lock, "check inputs"):
             inputs = task.make_inputs(case, device)
         if kind not in ("cases", "refill"):  # bench and timed outputs of one case share its inputs
@@ -171,7 +161,7 @@ def output_structure(task: Task, inputs: Inputs) -> Any | None:
     parent's GPU holds (linear-algebra references of seconds each), which every timing that
     comes meanwhile waits for, with the GPU's newcomers held back behind it
     (docs/design/throughput.md, GPU lock and timing turns).
-    ``tests/evaluate/test_reference.py`` checks the structure against the reference's own on
+    ``tests/evaluate/test_references.py`` checks the structure against the reference's own on
     every checked task's correctness cases."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 

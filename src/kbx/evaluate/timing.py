@@ -12,40 +12,41 @@ from __future__ import annotations
 from concurrent.futures import Future
 from typing import Any
 
-from kbx.config import EvalConfig
+from kbx.core.config import EvalConfig
+from kbx.core.result import CaseTiming, Result, geometric_mean
 from kbx.evaluate.baselines import KINDS, Baselines, Measured, open_baselines
-from kbx.evaluate.benchtime import suspect
-from kbx.hardware import Peaks
-from kbx.result import CaseTiming, Result, geometric_mean
-from kbx.runtime.gpulock import waited_s
+from kbx.gpu.benchtime import suspect
+from kbx.gpu.gpulock import waited_s
+from kbx.gpu.hardware import Peaks
+from kbx.gpu.placement import Placement
 from kbx.suite import find
-from kbx.task import Task
-from kbx.verdict import Reject, Verdict
+from kbx.suite.task import Task
+from kbx.suite.verdict import Reject, Verdict
 
 FLOOR_SLACK = 1.25  # a case faster than floor / FLOOR_SLACK is too_fast (see roofline)
 
 
-def prefetch(task: Task, cfg: EvalConfig, lock_path: str | None) -> Future[None] | None:
+def prefetch(task: Task, cfg: EvalConfig, place: Placement) -> Future[None] | None:
     """A timed task's baselines, looked up or measured in the background while its candidate
     runs (``Baselines.prefetch``); nothing when the run times nothing."""
-    if not cfg.timed:
+    if not place.timed:
         return None
     baselines = open_baselines(cfg.baseline_cache)
-    return baselines.prefetch(task, cfg.kinds, lock_path, cfg.gpu, cfg.timing_core)
+    return baselines.prefetch(task, cfg.kinds, place)
 
 
-def fetch_quietly(task_id: str, cfg: EvalConfig, lock_path: str | None) -> None:
-    """A task's baselines in the baselines-first stage, on ``cfg.gpu``; a failure is left to the
+def fetch_quietly(task_id: str, cfg: EvalConfig, place: Placement) -> None:
+    """A task's baselines in the baselines-first stage, on ``place``'s GPU; a failure is left to the
     task's job, which measures them again and reports it (``Baselines.fetch_quietly``)."""
     if (task := find(task_id)) is not None:
         baselines = open_baselines(cfg.baseline_cache)
-        baselines.fetch_quietly(task, cfg.kinds, lock_path, cfg.gpu, cfg.timing_core)
+        baselines.fetch_quietly(task, cfg.kinds, place)
 
 
 def against_baselines(
     task: Task,
     timings: list[dict[str, Any]],
-    lock_path: str | None,
+    place: Placement,
     cfg: EvalConfig,
     result: Result,
 ) -> None:
@@ -53,9 +54,9 @@ def against_baselines(
     queued for the GPU lock meanwhile (``baselines_wait``)."""
     baselines = open_baselines(cfg.baseline_cache)
     queued = waited_s()
-    limits = baselines.peaks(lock_path, cfg.timing_core)
+    limits = baselines.peaks(place)
     result.cases, result.speedup, result.speedup_compile = speedups(
-        task, timings, baselines, lock_path, cfg.kinds, limits, cfg.gpu, cfg.timing_core
+        task, timings, baselines, place, cfg.kinds, limits
     )
     result.speedup_ci = speedup_ci(result.cases)
     result.stage_s["baselines_wait"] = round(waited_s() - queued, 3)
@@ -76,18 +77,16 @@ def speedups(
     task: Task,
     timings: list[dict[str, Any]],
     baselines: Baselines,
-    lock_path: str | None,
+    place: Placement,
     kinds: tuple[str, ...] = KINDS,
     limits: Peaks | None = None,
-    gpu: int | None = None,
-    core: int | None = None,
 ) -> tuple[list[CaseTiming], float, float | None]:
     """Per-case timings against the baselines and geometric-mean speedups (vs eager, vs
     torch.compile when it works on every case); every case must count.  No ``limits``: no
     roofline."""
     if len(timings) != len(task.bench):
         raise Reject(Verdict.CRASHED, f"timed {len(timings)} of {len(task.bench)} benchmark cases")
-    base = baselines.ms(task, kinds, lock_path, gpu, core)
+    base = baselines.ms(task, kinds, place)
     cases = [case_timing(task, i, t, base, limits) for i, t in enumerate(timings)]
     for case in cases:
         case.eager_ci_ms = baselines.interval(task, case.index)

@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from kbx.commands.terminal import console, fail, progress_bar, tasks_problem
 from kbx.generate.config import PRESETS, ClientConfig, Price, RunConfig, preset
-from kbx.terminal import console, fail, progress_bar, tasks_problem
 
 EXTRA = ("openai", "aiolimiter", "rank_bm25")  # the generate extra's modules
 
@@ -125,8 +125,8 @@ def guarded(args: argparse.Namespace, evaluate_final: bool) -> int:
 
 
 def start(args: argparse.Namespace, evaluate_final: bool) -> int:
-    from kbx.evaluator import Evaluator
-    from kbx.hardware import default_device, device_problem
+    from kbx.gpu.hardware import default_device, device_problem
+    from kbx.run.evaluator import Evaluator
     from kbx.suite import select
 
     device = args.device or default_device()
@@ -178,8 +178,8 @@ def evaluate_and_analyze(
     final: Path, out: Path, device: str, manifest: dict[str, Any], bootstrap: int
 ) -> int:
     """A fresh kbx evaluation of the final round, the analysis, and the cost per solved task."""
-    from kbx.evaluator import Evaluator
-    from kbx.runcmds import run_with_progress
+    from kbx.commands.runcmds import run_with_progress
+    from kbx.run.evaluator import Evaluator
 
     with Evaluator(device, run_dir=out / "eval") as ev:
         run_with_progress(final, out / "eval", ev, None)

@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Callable
 
-from kbx.candidate import END_TOKENS
+from kbx.core.candidate import END_TOKENS
 from kbx.generate.config import Extraction
 
 THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL)

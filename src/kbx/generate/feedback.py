@@ -10,8 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from kbx.result import Result
-from kbx.verdict import Verdict
+from kbx.core.result import Result
+from kbx.suite.verdict import Verdict
 
 FeedbackVerdict = Literal[
     "empty", "entry_missing", "call_fail", "exe_fail", "contract_fail", "perf_fail", "ok",
@@ -33,7 +33,7 @@ CLASS: dict[Verdict, FeedbackVerdict] = {
     Verdict.TOO_FAST: "perf_fail",
     Verdict.HARNESS_ERROR: "harness_error",
 }
-# the reference's value at the worst element (kbx.evaluate.compare.summarize): cut
+# the reference's value at the worst element (kbx.suite.compare.summarize): cut
 EXPECTED = re.compile(r",? expected [-+]?(?:nan|inf|\d[\d.]*(?:e[-+]?\d+)?)", re.IGNORECASE)
 
 

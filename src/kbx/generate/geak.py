@@ -20,8 +20,8 @@ from kbx.generate.extract import geak_reply, loads_lenient
 from kbx.generate.judge import Outcome
 from kbx.generate.outputs import Pick
 from kbx.generate.session import Session
-from kbx.prompt import render
-from kbx.task import Task
+from kbx.suite.prompt import render
+from kbx.suite.task import Task
 
 Mode = Literal["fresh", "debug"]
 REFLECTION = re.compile(r"```[ \t]*reflection[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)

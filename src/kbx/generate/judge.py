@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from kbx.candidate import Candidate, make
+from kbx.core.candidate import Candidate, make
+from kbx.core.result import Result
 from kbx.generate.cache import Cache, digest
 from kbx.generate.feedback import Feedback, feedback
-from kbx.result import Result
 
 if TYPE_CHECKING:
-    from kbx.evaluator import Evaluator
+    from kbx.run.evaluator import Evaluator
 
 EvaluateFn = Callable[[list[Candidate]], list[Result]]
 

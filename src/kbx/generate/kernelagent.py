@@ -19,15 +19,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kbx.evaluate import confine
 from kbx.generate import ka_prompts as prompts
 from kbx.generate.ban import scan
 from kbx.generate.config import KernelAgentConfig, Sampling
 from kbx.generate.extract import extract
 from kbx.generate.outputs import Pick
 from kbx.generate.session import Session
-from kbx.prompt import render
-from kbx.task import Task
+from kbx.sandbox import confine
+from kbx.suite.prompt import render
+from kbx.suite.task import Task
 
 PASSED_ENV = ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME")  # what a GPU test needs
 # (test code, kernel code, timeout) -> (exit code, stdout, stderr)
@@ -58,7 +58,7 @@ async def run_confined(
     folder: str, env: dict[str, str], settings: str, timeout_s: float
 ) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "kbx.generate.agenttest", settings, cwd=folder, env=env,
+        sys.executable, "-m", "kbx.sandbox.child.agenttest", settings, cwd=folder, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
     )  # fmt: skip
     try:

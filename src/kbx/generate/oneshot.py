@@ -10,8 +10,8 @@ from kbx.generate.config import OneshotConfig
 from kbx.generate.extract import extract
 from kbx.generate.outputs import Pick
 from kbx.generate.session import Session
-from kbx.prompt import render
-from kbx.task import Task
+from kbx.suite.prompt import render
+from kbx.suite.task import Task
 
 
 async def run_task(session: Session, cfg: OneshotConfig, task: Task) -> list[Pick]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbx import __version__
+from kbx.core.version import __version__
 from kbx.generate import oneshot
 from kbx.generate.cache import Cache
 from kbx.generate.client import LLM
@@ -27,7 +27,7 @@ from kbx.generate.judge import EvaluateFn, Judge
 from kbx.generate.kernelagent import KernelAgent, TestRunner, run_test
 from kbx.generate.outputs import Pick, Trace, write_manifest, write_rounds
 from kbx.generate.session import OnStep, Session
-from kbx.task import Task
+from kbx.suite.task import Task
 
 TaskFn = Callable[[Task], Awaitable[list[Pick]]]
 

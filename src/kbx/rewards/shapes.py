@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kbx.result import Result
+from kbx.core.result import Result
 
 HACKS = frozenset({"no_triton", "forbidden", "too_fast"})
 IMPORTED = frozenset({"read", "import"})  # stages a candidate that did not import ended in

@@ -52,8 +52,8 @@ class KernelEnv:
 
 def prompts(tasks: str | None = None) -> list[dict[str, Any]]:
     """One row per task: the prompt as a chat, the task id as the answer."""
-    from kbx.prompt import render
     from kbx.suite import select
+    from kbx.suite.prompt import render
 
     return [
         {"prompt": [{"role": "user", "content": render(t)}], "answer": t.id, "task": t.id}

@@ -7,10 +7,10 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from kbx.config import Tuning
+from kbx.core.config import Tuning
 
 if TYPE_CHECKING:  # the Evaluator imports torch: not for ``kbx --help``
-    from kbx.evaluator import Backend
+    from kbx.run.evaluator import Backend
 
 
 def add_backend_options(parser: argparse.ArgumentParser) -> None:

@@ -15,15 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kbx.candidate import Candidate, read_source
+from kbx.core.candidate import Candidate, read_source
+from kbx.core.result import Result
 from kbx.evaluate.baselines import open_baselines
-from kbx.result import Result
 from kbx.run.scheduler import OnBaseline
-from kbx.store import Store, export
+from kbx.run.store import Store, export
 from kbx.suite import select
 
 if TYPE_CHECKING:
-    from kbx.evaluator import Evaluator
+    from kbx.run.evaluator import Evaluator
 
 
 @dataclass

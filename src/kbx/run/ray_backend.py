@@ -22,11 +22,11 @@ from typing import Any
 
 import ray
 
-from kbx.candidate import Candidate
-from kbx.config import Tuning
-from kbx.result import Result
+from kbx.core.candidate import Candidate
+from kbx.core.config import Tuning
+from kbx.core.result import Result
 from kbx.run.scheduler import OnBaseline, default_jobs
-from kbx.verdict import Verdict
+from kbx.suite.verdict import Verdict
 
 SCREEN_CPUS = 0.1  # of a CPU: the read stage is a lookup, no child
 
@@ -51,7 +51,7 @@ class EvaluatorActor:
         self.open: dict[tuple[bool, str], Any] = {}
 
     def evaluate(self, candidate: Candidate, perf: bool, tuning: str) -> Result:
-        from kbx.evaluator import Evaluator
+        from kbx.run.evaluator import Evaluator
 
         if (perf, tuning) not in self.open:
             knobs = Tuning.model_validate_json(tuning).model_copy(

@@ -13,8 +13,8 @@ a victim's does not.
 
 from __future__ import annotations
 
-from kbx.result import Result
-from kbx.verdict import START_FAILED, Verdict
+from kbx.core.result import Result
+from kbx.suite.verdict import START_FAILED, Verdict
 
 WALL_CLOCK = "(wall clock)"  # the follower's timeout that other processes' load can cause
 

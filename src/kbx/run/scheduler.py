@@ -5,7 +5,7 @@ A scheduler is started once (``start``: the fork server, CUDA contexts, timing c
 takes any number of batches (``submit``), yielding each batch's results as they finish; ``close``
 ends its threads and fork servers.  Each job slot belongs to one GPU: its child sees only that
 GPU and its timings take that GPU's lock.  ``kbx.run.workers`` runs several schedulers in worker
-processes; ``kbx.evaluator`` chooses between the two.
+processes; ``kbx.run.evaluator`` chooses between the two.
 """
 
 from __future__ import annotations
@@ -24,16 +24,18 @@ from pathlib import Path
 
 import torch
 
-from kbx import trace
-from kbx.candidate import Candidate
-from kbx.config import EvalConfig
-from kbx.evaluate import childenv, layers, pipeline, references, timing
+from kbx.core import trace
+from kbx.core.candidate import Candidate
+from kbx.core.config import EvalConfig
+from kbx.core.result import Result
+from kbx.evaluate import pipeline, references, timing
 from kbx.evaluate.context import Context
-from kbx.result import Result
+from kbx.gpu import cores, gpuops, gpuwait
+from kbx.gpu.placement import Placement
 from kbx.run import servers
 from kbx.run.servers import Launched
-from kbx.runtime import cores, gpuops, gpuwait
-from kbx.runtime.servers import ForkServers
+from kbx.sandbox import childenv, confine
+from kbx.sandbox.servers import ForkServers
 from kbx.suite import find
 
 CHECK_SHARE = 4  # the parent's torch threads: the cores over this (``check_threads``)
@@ -79,9 +81,10 @@ class Scheduler:
         self.cores = cores.Reservation()
         self.pool: ThreadPoolExecutor | None = None
 
-    def lock(self, gpu: int | None) -> str | None:
-        """The path of ``gpu``'s lock, as its jobs' children and baseline workers name it."""
-        return childenv.settings(replace(self.cfg, gpu=gpu)).lock
+    def place(self, gpu: int | None) -> Placement:
+        """Where a job on ``gpu`` puts its GPU work: that GPU's lock, as its jobs' children and
+        baseline workers name it, and its timing core."""
+        return childenv.settings(self.job(gpu)).place
 
     def check_threads(self) -> int:
         """The parent's torch threads (one setting per process), for its job threads' CPU math:
@@ -99,7 +102,7 @@ class Scheduler:
         timing cores instead of reserving its own, and the fork server the parent
         ``launched`` for it."""
         sys.setswitchinterval(SWITCH_S)
-        layers.open_run_folder(self.cfg.run_dir)
+        confine.open_run_folder(self.cfg.run_dir)
         self.pool = ThreadPoolExecutor(self.jobs, thread_name_prefix="kbx-job")
         if not self.cfg.device.startswith("cuda"):
             if self.cfg.tuning.fork_server:
@@ -179,7 +182,7 @@ class Scheduler:
         def measure(task_id: str) -> str:
             gpu = slots.get()
             try:
-                timing.fetch_quietly(task_id, self.job(gpu), self.lock(gpu))
+                timing.fetch_quietly(task_id, self.job(gpu), self.place(gpu))
             finally:
                 slots.put(gpu)
             return task_id
@@ -222,11 +225,11 @@ class Scheduler:
 
 def kill_children(server_pids: list[int]) -> None:
     """Kill the candidates' children of these fork servers and this process's children in fresh
-    interpreters (``kbx.evaluate.child``), each with its process group: every child leads a
+    interpreters (``kbx.sandbox.child.main``), each with its process group: every child leads a
     session of its own, and its namespace ends with it (``confine.isolate``)."""
     me = os.getpid()
     for pid, ppid in parents().items():
-        if ppid in server_pids or (ppid == me and b"kbx.evaluate.child" in cmdline(pid)):
+        if ppid in server_pids or (ppid == me and b"kbx.sandbox.child.main" in cmdline(pid)):
             for kill in (os.killpg, os.kill):  # a child not yet in its own session: itself
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     kill(pid, signal.SIGKILL)

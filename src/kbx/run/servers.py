@@ -12,14 +12,15 @@ from collections.abc import Sequence
 
 import torch
 
-from kbx.evaluate.childenv import SandboxConfig, first_spares, server_env
-from kbx.runtime import servers as fork
-from kbx.runtime.servers import ForkServers
+from kbx.sandbox import servers as fork
+from kbx.sandbox.childenv import first_spares, server_env
+from kbx.sandbox.servers import ForkServers
+from kbx.sandbox.wire.job import ChildConfig
 
 
 def start_server(
     pool: ForkServers,
-    cfg: SandboxConfig,
+    cfg: ChildConfig,
     slots: Sequence[int | None] = (),
     launched: Launched | None = None,
 ) -> None:
@@ -39,10 +40,10 @@ def start_server(
         ).start()
 
 
-def forks(pool: ForkServers, cfg: SandboxConfig) -> bool:
+def forks(pool: ForkServers, cfg: ChildConfig) -> bool:
     """Whether ``cfg``'s children come from a fork server: asked for, not given up, and with
     something to fork for (not a CUDA configuration on a machine without a GPU)."""
-    if not (cfg.fork and pool.usable(cfg.device)):
+    if not (cfg.fork_server and pool.usable(cfg.device)):
         return False
     return not cfg.device.startswith("cuda") or torch.cuda.is_available()
 
@@ -52,7 +53,7 @@ Launched = tuple[socket.socket, int, dict[str, str]]
 
 
 def launch_server(
-    pool: ForkServers, cfg: SandboxConfig, slots: Sequence[int | None], spares: int
+    pool: ForkServers, cfg: ChildConfig, slots: Sequence[int | None], spares: int
 ) -> tuple[Launched, subprocess.Popen[bytes]] | None:
     """Start, without waiting for it, the fork server of a worker process (``kbx.run.workers``) with
     ``spares`` idle spares and one for each of its ``slots``; the worker adopts it

@@ -30,16 +30,16 @@ from typing import Any
 
 import torch
 
-from kbx import trace
-from kbx.candidate import Candidate
-from kbx.config import EvalConfig
-from kbx.evaluate import childenv
-from kbx.result import Result
+from kbx.core import trace
+from kbx.core.candidate import Candidate
+from kbx.core.config import EvalConfig
+from kbx.core.result import Result
 from kbx.run import servers
 from kbx.run.scheduler import CANCEL_S, OnBaseline, Scheduler, slot_gpus
-from kbx.runtime.servers import ForkServers
-from kbx.runtime.servers import spare_count as fork_spares
-from kbx.verdict import Verdict
+from kbx.sandbox import childenv
+from kbx.sandbox.servers import ForkServers
+from kbx.sandbox.servers import spare_count as fork_spares
+from kbx.suite.verdict import Verdict
 
 MIN_SPARES = 2  # idle spares per worker at least (``spares_each``)
 POLL_S = 1.0  # how often the parent looks for workers that died while it waits for results

@@ -16,7 +16,7 @@ from typing import Any
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-import kbx
+from kbx.core.version import __version__
 from kbx.serve.auth import Tokens
 from kbx.serve.schemas import BatchAccepted, Evaluation, EvaluationBatch, TaskInfo
 from kbx.serve.service import Refused, Service
@@ -35,7 +35,7 @@ def create_app(service: Service, tokens: Tokens | None) -> FastAPI:
 
     app = FastAPI(
         title="kbx serve",
-        version=kbx.__version__,
+        version=__version__,
         description="Evaluation of Triton kernels for the KernelBench-X suite, as a service: "
         "batches in, verdicts and rewards out (docs/design/serve.md).",
         lifespan=lifespan,
@@ -146,7 +146,7 @@ def add_info_routes(app: FastAPI, service: Service, guarded: list[Any]) -> None:
         """Liveness, with the queue's state (no token needed)."""
         return {
             "ok": True,
-            "kbx": kbx.__version__,
+            "kbx": __version__,
             "device": service.device,
             "backend": service.backend,
             "queued": service.queue.count("queued"),

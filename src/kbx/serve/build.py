@@ -9,9 +9,9 @@ from pathlib import Path
 from fastapi import FastAPI
 from pydantic import BaseModel, ConfigDict
 
-from kbx.config import ConfigError, Tuning, load_tuning
-from kbx.evaluator import Evaluator
-from kbx.hardware import default_device, device_problem
+from kbx.core.config import ConfigError, Tuning, load_tuning
+from kbx.gpu.hardware import default_device, device_problem
+from kbx.run.evaluator import Evaluator
 from kbx.run.scheduler import default_jobs
 from kbx.serve.app import create_app
 from kbx.serve.auth import Tokens

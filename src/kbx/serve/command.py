@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 
-from kbx.terminal import console, fail
+from kbx.commands.terminal import console, fail
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 

@@ -12,14 +12,14 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from kbx.candidate import make
-from kbx.config import Tuning
-from kbx.evaluator import Evaluator
-from kbx.result import Result
+from kbx.core.candidate import make
+from kbx.core.config import Tuning
+from kbx.core.result import Result
+from kbx.run.evaluator import Evaluator
 from kbx.serve.metrics import Metrics
 from kbx.serve.queue import Job, Queue
 from kbx.serve.tiers import Profile, profile
-from kbx.verdict import Verdict
+from kbx.suite.verdict import Verdict
 
 IDLE_S = 0.5  # a thread with nothing to claim looks again after this, or when woken
 OpenEvaluator = Callable[[Profile], Evaluator]

@@ -51,7 +51,7 @@ class BatchAccepted(BaseModel):
 
 
 class Evaluation(BaseModel):
-    """A job: its state and, once done, its result record (``kbx.result.Result.record``)."""
+    """A job: its state and, once done, its result record (``kbx.core.result.Result.record``)."""
 
     id: str
     batch_id: str

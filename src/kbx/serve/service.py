@@ -7,7 +7,7 @@ import json
 import uuid
 from dataclasses import dataclass
 
-import kbx
+from kbx.core.version import __version__
 from kbx.serve.dispatch import Dispatcher, Evaluators
 from kbx.serve.metrics import Metrics
 from kbx.serve.queue import NewJob, Queue, content_key
@@ -96,5 +96,5 @@ class Service:
             raise Refused(
                 422, f"items[{index}].task_id: no task {item.task_id!r} (GET /v1/tasks lists them)"
             )
-        key = content_key(task.id, item.code, item.tier, task.version, kbx.__version__, self.device)
+        key = content_key(task.id, item.code, item.tier, task.version, __version__, self.device)
         return NewJob(task.id, item.code, item.tier, item.priority, item.metadata, key)

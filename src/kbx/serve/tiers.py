@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from kbx.config import Tuning
+from kbx.core.config import Tuning
 
 Tier = Literal["quick", "standard", "thorough"]
 TIERS: tuple[str, ...] = get_args(Tier)

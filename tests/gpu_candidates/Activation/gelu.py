@@ -1,7 +1,7 @@
 """A correct GELU that runs its kernel on a side stream and returns without waiting for it.
 
 Timing must still count the kernel (kbx synchronizes the whole device inside the timed region):
-tests/evaluate/test_gpu.py compares its time with the reference solution's."""
+tests/test_gpu.py compares its time with the reference solution's."""
 
 import torch
 import triton

@@ -4,8 +4,8 @@ import math
 
 import torch
 
-from kbx.inputs import Draw
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Zeros and tiny values only: a huge input would make the fp32 summation order decide the result.
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30)

@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Signed zeros, large values of both signs and NaN. No infinities: gelu(-inf) is 0 * inf, and
 # PyTorch's own CPU and CUDA kernels disagree on gelu(+inf).

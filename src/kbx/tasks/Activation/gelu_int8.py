@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Corner codes: zero, both int8 extremes and the two smallest nonzero codes.
 SPECIALS = (0.0, -128.0, 127.0, 1.0, -1.0)

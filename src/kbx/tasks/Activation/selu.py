@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # selu(-inf) = -scale * alpha, selu(inf) = inf, selu(nan) = nan; -1e-30 checks the tiny-negative
 # branch (exp(x) - 1 and expm1 agree there within atol).

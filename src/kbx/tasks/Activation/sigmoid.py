@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # sigmoid(+-inf) = 1 / 0, sigmoid(nan) = nan; +-1e4 saturate.
 SPECIALS = (0.0, -0.0, 1e4, -1e4, float("inf"), float("-inf"), float("nan"))

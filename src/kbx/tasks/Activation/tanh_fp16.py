@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Signed zeros, large and tiny values, infinities and NaN, all representable in float16.
 SPECIALS = (0.0, -0.0, 6e4, -6e4, 1e-3, float("inf"), float("-inf"), float("nan"))

@@ -2,9 +2,9 @@
 
 import torch
 
-from kbx.inputs import Draw
-from kbx.shapes import conv_transpose_hw
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw
+from kbx.suite.shapes import conv_transpose_hw
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Zeros and tiny values only: a huge special would make the fp32 summation order decide the result.
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30)

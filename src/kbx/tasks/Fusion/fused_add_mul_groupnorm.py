@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 
 def reference(input1, input2, weight, bias, num_groups, eps=1e-05, *, out=None):

@@ -2,9 +2,9 @@
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.shapes import pool_out
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.shapes import pool_out
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e3, -1e3, 1e-30)
 

@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw, numel, spectral_norm
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel, spectral_norm
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 TOL = 2e-5  # float32 solves reach ~1e-6 here (cond(A) <= 4); half-precision inputs ~5e-4
 

@@ -4,9 +4,9 @@ import math
 
 import torch
 
-from kbx.inputs import Draw
-from kbx.shapes import pool_out
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw
+from kbx.suite.shapes import pool_out
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e4, -3e3, math.inf, math.nan)  # cos(inf) is NaN; NaN poisons its windows
 

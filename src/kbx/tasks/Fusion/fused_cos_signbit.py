@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Zeros, a large argument (needs a full range reduction) and the float32 numbers closest to odd
 # multiples of pi/2, whose cosines are tiny (|cos| ~ 1e-8 .. 1e-7) but have a definite sign.

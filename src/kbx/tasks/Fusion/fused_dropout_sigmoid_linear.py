@@ -5,9 +5,9 @@ import math
 import torch
 import torch.nn.functional as F
 
-from kbx.checks import off_rate
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.checks import off_rate
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30)  # huge values would let fp32 summation order decide
 TOL = Tolerance(rtol=1e-4, atol=1e-5)  # on sigmoid(z); kept values are judged with atol/(1-p)

@@ -4,8 +4,8 @@ import math
 
 import torch
 
-from kbx.inputs import DEFAULT_SPECIALS, Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import DEFAULT_SPECIALS, Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 NONFINITE = (*DEFAULT_SPECIALS, math.inf, -math.inf, math.nan)
 

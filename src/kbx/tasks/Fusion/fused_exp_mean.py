@@ -4,8 +4,8 @@ import math
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # exp gives 1, 0 (from -1e4 and -inf) and 1e13; the second set adds inf and NaN (NaN poisons
 # its slice, inf makes it inf).  No value near exp's overflow: two of them would make the float32

@@ -5,9 +5,9 @@ import math
 import torch
 import torch.nn.functional as F
 
-from kbx.inputs import Draw, numel
-from kbx.shapes import resized_hw
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.shapes import resized_hw
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 NONFINITE = (0.0, -0.0, math.inf, -math.inf, math.nan)
 

@@ -5,8 +5,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e4, -1e4, 1e-30)  # no +-inf: PyTorch's own float32 GELU(inf) is NaN
 TOL = Tolerance(rtol=1e-5, atol=3e-6)

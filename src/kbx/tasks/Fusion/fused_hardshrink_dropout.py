@@ -6,9 +6,9 @@ from dataclasses import replace
 import torch
 import torch.nn.functional as F
 
-from kbx.checks import off_rate
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.checks import off_rate
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 TOL = Tolerance(rtol=1e-6, atol=0.0)  # kept values: x / (1 - p) rounded once or twice in fp32
 # The runner seeds torch with case.seed, the seed Draw uses too: on the CPU, PyTorch's own dropout

@@ -4,8 +4,8 @@ import math
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Specials are drawn in log space (the input is sign * exp(t)): t = -inf gives 0, +inf gives inf,
 # NaN gives NaN, 0 gives exactly 1 (tanh(0) = 0), +-69 give 1e30 and 1e-30, where x^2 overflows

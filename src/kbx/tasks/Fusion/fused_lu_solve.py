@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import DEVICE_DRAW_NUMEL, Draw, numel, spectral_norm
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import DEVICE_DRAW_NUMEL, Draw, numel, spectral_norm
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 TOL = 1e-5  # float32 elimination reaches ~1e-7 here; fp16-rounded inputs ~5e-4
 SPECIALS = (0.0, -0.0, 8.0, -8.0)  # signed zeros and moderate spikes

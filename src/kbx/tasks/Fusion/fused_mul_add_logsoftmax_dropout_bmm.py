@@ -6,9 +6,9 @@ from dataclasses import replace
 import torch
 import torch.nn.functional as F
 
-from kbx.checks import off_rate
-from kbx.inputs import Draw
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.checks import off_rate
+from kbx.suite.inputs import Draw
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30)
 TOL = 2e-5  # on Y, relative to the root-sum-square of each entry's D @ mat2 terms

@@ -6,9 +6,9 @@ from dataclasses import replace
 import torch
 import torch.nn.functional as F
 
-from kbx.checks import off_rate
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.checks import off_rate
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30)
 TOL = Tolerance(rtol=1e-5, atol=1e-5)  # on log_softmax(z); kept values: atol / (1 - p)

@@ -4,8 +4,8 @@ import math
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 20.0, -20.0, 1e-30)  # +-20 entries push rows towards saturation
 

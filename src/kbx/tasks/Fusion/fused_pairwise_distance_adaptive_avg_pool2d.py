@@ -4,8 +4,8 @@ import math
 
 import torch.nn.functional as F
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 
 def reference(x1, x2, output_size, p=2.0, eps=1e-6, keepdim=False):

@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 TOL = 5e-5  # float32 Householder solves reach ~2e-6 here; fp16-rounded inputs are >= 2e-4 off
 

@@ -4,9 +4,9 @@ import math
 
 import torch.nn.functional as F
 
-from kbx.inputs import Draw
-from kbx.shapes import conv_geometry, window_out
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw
+from kbx.suite.shapes import conv_geometry, window_out
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30)  # huge values would let fp32 summation order decide
 CONV_ARGS = ("conv_stride", "conv_padding", "conv_dilation", "conv_groups")

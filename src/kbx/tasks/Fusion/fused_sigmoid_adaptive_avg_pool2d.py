@@ -4,9 +4,9 @@ import math
 
 import torch
 
-from kbx.inputs import Draw
-from kbx.shapes import adaptive_hw, planes
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw
+from kbx.suite.shapes import adaptive_hw, planes
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 
 def reference(input, output_size):

@@ -4,9 +4,9 @@ import math
 
 import torch.nn.functional as F
 
-from kbx.inputs import Draw
-from kbx.shapes import contraction, conv_hw, conv_numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw
+from kbx.suite.shapes import contraction, conv_hw, conv_numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30)  # huge values would let fp32 summation order decide
 

@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Signed zeros, tiny values and +-30 (one of these in a row drives its outputs into saturation;
 # huge values would let the fp32 summation order decide the unsaturated ones).

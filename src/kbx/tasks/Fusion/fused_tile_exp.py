@@ -2,9 +2,9 @@
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.shapes import tiled_numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.shapes import tiled_numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Signed zeros (exp = 1), overflow and underflow, infinities and NaN.
 SPECIALS = (0.0, -0.0, 100.0, -100.0, 1e-30, float("inf"), float("-inf"), float("nan"))

@@ -3,9 +3,9 @@
 import torch
 import torch.nn.functional as F
 
-from kbx.checks import off_rate
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.checks import off_rate
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e-30, 6.0, -6.0)  # +-6 entries make some softmax rows near one-hot
 TOL = Tolerance(rtol=1e-4, atol=1e-4)  # on Y recomputed in float64 from the recovered mask

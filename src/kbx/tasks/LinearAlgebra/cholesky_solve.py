@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw, numel, spectral_norm
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel, spectral_norm
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 TOL = 2e-5  # float32 solves reach ~3e-7 here; fp16-rounded inputs or outputs ~3e-4
 # corner right-hand sides: signed zeros and moderate spikes (huge or tiny ones would leave

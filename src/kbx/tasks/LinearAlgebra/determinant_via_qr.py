@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw, numel, spectral_norm
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel, spectral_norm
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 TOL = 5e-5  # float32 QR: ~4e-6 at n = 48, ~1e-5 at n = 64; fp16-rounded inputs or output >= 1.7e-4
 # corner entries: signed zeros, a tiny value and moderate spikes keep the structure dense

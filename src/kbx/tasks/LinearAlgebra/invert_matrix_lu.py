@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw, numel, spectral_norm
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel, spectral_norm
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 TOL = 2e-5  # float32 LU inverses reach ~1e-6 here; fp16-rounded inputs or outputs ~3e-4
 # signed zeros, tiny and moderate spikes: huge ones would make most of A^-1 negligibly small

@@ -2,9 +2,9 @@
 
 import torch
 
-from kbx.derived import with_spectrum
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.derived import with_spectrum
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 TOL = 5e-5  # float32 results reach ~2e-6 here; fp16-rounded inputs or outputs >= 1.5e-4
 

@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw, numel, spectral_norm
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel, spectral_norm
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 TOL = 2e-5  # float32 LU reaches ~5e-7 here; LU of fp16-rounded A is ~2e-4 off, a wrong one O(1)
 # corner entries: signed zeros, a tiny value and moderate spikes keep the structure dense

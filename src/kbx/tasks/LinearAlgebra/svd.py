@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 TOL = 5e-5  # float32 SVDs reach <= 3e-6 here; an SVD of fp16-rounded A is >= 1e-4 off
 

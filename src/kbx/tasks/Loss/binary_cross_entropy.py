@@ -2,9 +2,9 @@
 
 import torch
 
-from kbx.derived import wide
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.derived import wide
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # logits whose sigmoid is exactly 0 or 1 in float32, or within a few ulps of them
 LOGIT_SPECIALS = (float("-inf"), float("inf"), -120.0, 40.0, -40.0, 16.0, -16.0, 0.0)

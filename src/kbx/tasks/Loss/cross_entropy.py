@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 
 def reference(input, target, weight=None, ignore_index=-100, reduction="mean"):

@@ -2,9 +2,9 @@
 
 import torch
 
-from kbx.derived import wide
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.derived import wide
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 
 def reference(input, target, weight=None, ignore_index=-100, reduction="mean"):

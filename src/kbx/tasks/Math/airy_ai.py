@@ -4,8 +4,8 @@ import math
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Signed zeros, a tiny value, the first zero of Ai, the +-2.09 branch points of common float32
 # implementations, a positive argument where Ai underflows, large negative arguments, NaN.

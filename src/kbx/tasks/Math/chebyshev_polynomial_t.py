@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Signed zeros, the ends of [-1, 1] (T_n(+-1) = (+-1)^n), cos-friendly points, a tiny value, NaN.
 SPECIALS = (0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1e-30, float("nan"))

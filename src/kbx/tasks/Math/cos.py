@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Signed zeros, arguments that need careful range reduction, infinities (-> NaN) and NaN.
 SPECIALS = (0.0, -0.0, 1e4, -1e4, 1e6, 3.0e7, float("inf"), float("-inf"), float("nan"))

@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Signed zeros (-> -inf / +inf), negative integers (poles -> NaN), +-1e-30, the positive root
 # 1.4616..., a huge value, infinities and NaN.

@@ -2,9 +2,9 @@
 
 import torch
 
-from kbx.evaluate.compare import value_mismatch
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.compare import value_mismatch
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Signed zeros (division by zero of either sign), 0.1 and 3 (inexact quotients), huge values,
 # infinities and NaN: drawn in both operands.

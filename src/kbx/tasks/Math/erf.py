@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Signed zeros, a tiny value (erf(x) ~ 2x/sqrt(pi)), saturated arguments, infinities and NaN.
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30, 10.0, -10.0, float("inf"), float("-inf"), float("nan"))

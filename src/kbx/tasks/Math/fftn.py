@@ -4,8 +4,8 @@ import math
 
 import torch
 
-from kbx.inputs import Draw
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 100.0, -100.0)  # sparse spikes; inf/NaN would spread to every output
 RTOL, ATOL_RMS = 1e-5, 2e-5  # see `precision`

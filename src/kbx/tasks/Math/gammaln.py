@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Signed zeros and non-positive integers (poles -> +inf), the roots 1 and 2, a half-integer,
 # tiny and huge values, infinities and NaN.

@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Signed zeros, a tiny value, large arguments of both signs, one past float32 overflow (100),
 # and NaN. +-inf is not drawn: torch returns NaN there (its exp(x) * poly / sqrt(x) is inf/inf).

@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Pre-images under the sigmoid: 0.5, exactly 0 and 1, NaN, and values a few ulp from 0 and 1.
 SPECIALS = (0.0, float("inf"), float("-inf"), float("nan"), 20.0, -20.0, -80.0)

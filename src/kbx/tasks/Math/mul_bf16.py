@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Signed zeros, a value whose square overflows bfloat16, a tiny one, infinities and NaN.
 SPECIALS = (0.0, -0.0, 1e30, -3.0e20, 1e-20, float("inf"), float("-inf"), float("nan"))

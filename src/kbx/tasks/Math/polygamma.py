@@ -2,10 +2,10 @@
 
 import torch
 
-from kbx.evaluate.compare import compare
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
-from kbx.verdict import Reject
+from kbx.suite.compare import compare
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
+from kbx.suite.verdict import Reject
 
 # Integers and halves, a tiny and a huge argument, the positive zero of digamma, NaN.
 SPECIALS = (1.0, 0.5, 2.0, 1e-3, 1e4, 1.4616321449683622, float("nan"))

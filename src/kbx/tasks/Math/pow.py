@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Signed zeros, +-1, a huge value, tiny and infinite values, NaN (both for bases and exponents).
 SPECIALS = (0.0, -0.0, 1.0, -1.0, 0.5, 1e4, float("inf"), float("-inf"), float("nan"))

@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Zero, NaN, inf, a huge value and subnormals; corner cases flip sign bits at random, which
 # gives -0.0, -inf and NaNs with the sign bit set.

@@ -3,8 +3,8 @@ another tensor."""
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Signed zeros, fractions that truncate to (signed) zero, a negative subnormal, a tiny value.
 SPECIALS = (0.0, -0.0, 0.5, -0.5, -0.999, -1e-40, 1e-30)

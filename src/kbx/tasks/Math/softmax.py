@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Corner values: signed zeros, a value that dominates its slice, one that vanishes, a moderate one.
 SPECIALS = (0.0, -0.0, 1e4, -1e4, 5.0)

@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Signed zeros, a negative, a huge and a tiny value, infinities and NaN.
 SPECIALS = (0.0, -0.0, -1.0, 1e30, 1e-30, float("inf"), float("-inf"), float("nan"))

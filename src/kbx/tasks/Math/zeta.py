@@ -2,10 +2,10 @@
 
 import torch
 
-from kbx.evaluate.compare import compare
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
-from kbx.verdict import Reject
+from kbx.suite.compare import compare
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
+from kbx.suite.verdict import Reject
 
 # Corner values of x: the pole x = 1 (+inf), x < 1 (NaN), NaN, zeta(2), large exponents;
 # of q: the Riemann case 1, small and large shifts, NaN.

@@ -2,8 +2,8 @@
 
 import torch
 
-from kbx.inputs import Draw
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Matmul operands: zeros and tiny values only (a huge special would let the fp32 summation order
 # decide the result). The added `input` may hold NaN and Inf: they propagate unless beta == 0.

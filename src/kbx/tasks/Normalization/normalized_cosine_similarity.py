@@ -2,8 +2,8 @@
 
 import torch.nn.functional as F
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 CALL_ARGS = ("dim", "eps_similarity", "p_norm", "eps_norm")
 

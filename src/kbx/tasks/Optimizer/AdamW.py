@@ -1,7 +1,7 @@
 """Optimizer/AdamW: one AdamW step (decoupled weight decay), updating its state in place."""
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 
 def reference(

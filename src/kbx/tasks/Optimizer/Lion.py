@@ -2,9 +2,9 @@
 
 import torch
 
-from kbx.bounds import close
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.bounds import close
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 RTOL, ATOL = 1e-5, 1e-6
 

@@ -1,7 +1,7 @@
 """Optimizer/SGD: one SGD step with optional momentum, dampening, Nesterov and weight decay."""
 
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 
 def reference(

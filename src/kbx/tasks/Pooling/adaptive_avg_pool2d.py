@@ -4,9 +4,9 @@ import math
 
 import torch
 
-from kbx.inputs import Draw
-from kbx.shapes import adaptive_hw, planes
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw
+from kbx.suite.shapes import adaptive_hw, planes
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Signed zeros, tiny values and one sign of large value: no window sums +1e4 and -1e4 (that
 # cancellation would make the result depend on the summation order).

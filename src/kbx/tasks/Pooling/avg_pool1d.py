@@ -2,9 +2,9 @@
 
 import torch
 
-from kbx.inputs import Draw
-from kbx.shapes import pool_out
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw
+from kbx.suite.shapes import pool_out
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 
 def reference(input, kernel_size, stride=None, padding=0):

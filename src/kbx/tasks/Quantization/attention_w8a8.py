@@ -2,9 +2,9 @@
 
 import torch
 
-from kbx.inputs import Draw, numel
-from kbx.quant import away_from_ties, quantize, scales
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.quant import away_from_ties, quantize, scales
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30)
 

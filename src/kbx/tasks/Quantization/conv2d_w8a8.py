@@ -2,10 +2,10 @@
 
 import torch.nn.functional as F
 
-from kbx.inputs import Draw
-from kbx.quant import away_from_ties, quantize, scales
-from kbx.shapes import conv_hw
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw
+from kbx.suite.quant import away_from_ties, quantize, scales
+from kbx.suite.shapes import conv_hw
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Corner values: mostly signed zeros and tiny values; a rare 1e4 takes over its image's scale.
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30) * 2 + (1e4,)

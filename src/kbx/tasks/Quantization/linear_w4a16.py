@@ -3,9 +3,9 @@
 import torch
 import torch.nn.functional as F
 
-from kbx.inputs import Draw, numel
-from kbx.quant import away_from_ties
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.quant import away_from_ties
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 GROUP = 128  # consecutive k that share one scale (the last group of a row may be shorter)
 SPECIALS = (0.0, -0.0, 30.0, -30.0, 1e-4)  # activations only: weights get zeros and tiny values

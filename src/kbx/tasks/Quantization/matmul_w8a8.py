@@ -2,9 +2,9 @@
 
 import torch
 
-from kbx.inputs import Draw
-from kbx.quant import away_from_ties, quantize, scales
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw
+from kbx.suite.quant import away_from_ties, quantize, scales
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Corner values: mostly signed zeros and tiny values; a rare 1e4 takes over its row's scale.
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30) * 2 + (1e4,)

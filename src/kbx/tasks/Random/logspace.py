@@ -4,9 +4,9 @@ import math
 
 import torch
 
-from kbx.cases import table
-from kbx.inputs import Draw
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.cases import table
+from kbx.suite.inputs import Draw
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 
 def reference(

@@ -4,8 +4,8 @@ import math
 
 import torch
 
-from kbx.inputs import numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 
 def reference(

@@ -2,9 +2,9 @@
 
 import torch
 
-from kbx.bounds import off_by
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.bounds import off_by
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 RTOL, NTOL = 1e-5, 1e-5  # see check(); 1e-10 each when dtype=torch.float64
 

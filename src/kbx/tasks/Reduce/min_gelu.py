@@ -2,9 +2,9 @@
 
 import torch
 
-from kbx.bounds import close
-from kbx.inputs import Draw, numel
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.bounds import close
+from kbx.suite.inputs import Draw, numel
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # +-inf left out: torch's CPU GELU gives NaN for +inf, its CUDA GELU +inf
 SPECIALS = (0.0, -0.0, 1e4, -1e4, 1e30, -1e30, float("nan"))

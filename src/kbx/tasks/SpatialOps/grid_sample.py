@@ -3,9 +3,9 @@
 import torch
 import torch.nn.functional as F
 
-from kbx.inputs import Draw
-from kbx.sampling import TAPS, mode, out_elems, outside
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw
+from kbx.suite.sampling import TAPS, mode, out_elems, outside
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 IMAGE_SPECIALS = (0.0, -0.0, 1e-30, 1e3, -1e3)
 GRID_SPECIALS = (0.0, -0.0, 1.0, -1.0, 1.5, -2.5, 30.0)  # borders, outside, far outside
@@ -26,7 +26,7 @@ def make_inputs(case: Case, device: str) -> Inputs:
 
 
 def check(inputs: Inputs, out: torch.Tensor) -> str | None:
-    """Within float32 coordinate rounding of the float64 result (kbx.sampling)."""
+    """Within float32 coordinate rounding of the float64 result (kbx.suite.sampling)."""
     x, grid = inputs.args[:2]
     return outside(x, grid, dict(inputs.kwargs), out)
 

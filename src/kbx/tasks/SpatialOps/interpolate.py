@@ -4,9 +4,9 @@ import math
 
 import torch
 
-from kbx.inputs import Draw
-from kbx.shapes import resized_hw
-from kbx.task import Case, Inputs, Task, Tolerance
+from kbx.suite.inputs import Draw
+from kbx.suite.shapes import resized_hw
+from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Signed zeros, infinities and a NaN: nearest copies them unchanged.
 SPECIALS = (0.0, -0.0, 1e30, float("inf"), float("-inf"), float("nan"))

@@ -5,7 +5,7 @@ import os
 
 import torch
 
-from kbx.evaluate import tensors
+from kbx.suite import tensors
 from kbx.suite import find
 
 _task = find("Math/rsqrt")

@@ -1,0 +1,58 @@
+"""The parent's reading of a child's op evidence: which torch operations are glue a solution may
+do around its kernels, and the share of the GPU's time a candidate's own Triton kernels must
+hold. The child gathers the evidence (``kbx.sandbox.child.opcheck``); only this side judges it,
+and ``follow`` turns it into verdicts (docs/design/trust-model.md).
+"""
+
+from __future__ import annotations
+
+from kbx.sandbox.wire.channel import OTHER_US, TRITON_US
+
+# The glue a solution may do with torch around its kernels (``scripts/op_census.py`` over the
+# reference solutions): allocation and filling, views and layout, dtype and device copies,
+# metadata and scalar reads, and randint/random_ (random tasks draw their kernel's seed from
+# torch's generator).
+GLUE = frozenset(
+    """
+    empty empty_like empty_strided zeros zeros_like ones ones_like full full_like new_empty
+    new_zeros new_ones new_full new_empty_strided scalar_tensor lift_fresh lift_fresh_copy lift
+    view view_as reshape _reshape_alias _unsafe_view permute transpose t numpy_T contiguous
+    expand expand_as unsqueeze squeeze flatten unflatten movedim as_strided narrow select slice
+    unbind split split_with_sizes chunk view_as_real view_as_complex alias detach to _to_copy
+    copy_ clone fill_ zero_ item _local_scalar_dense resize_ resize_as_ randint random_
+    broadcast_to swapaxes moveaxis result_type set_ is_nonzero _has_compatible_shallow_copy_type
+    real imag conj resolve_conj resolve_neg _conj _neg_view mT mH adjoint matrix_H
+    """.split()
+)
+
+
+def compute_ops(calls: dict[str, int]) -> dict[str, int]:
+    """The operations of ``calls`` (aten names with counts) that are not glue."""
+    return {k: v for k, v in calls.items() if k.removeprefix("aten::") not in GLUE}
+
+
+# A case passes the GPU-time rule when at least this share of the GPU time its own calls made
+# went to its Triton kernels (the rest: every other kernel, copy and fill it caused, of torch
+# operations on its path, glue included, or of none).  Set low on purpose until the GPU
+# validation issue measures the reference solutions' shares: allocations and fills beside a
+# kernel must never reject an honest one.
+MIN_TRITON_SHARE = 0.10
+# ... judged over all the cases of a candidate together, not case by case: on a correctness case
+# of a few thousand elements the fixed cost of an allocation or a fill beside a kernel of a few
+# microseconds decides the share, while the benchmark cases hold most of an honest candidate's
+# GPU time (docs/design/trust-model.md).  A decoy beside torch compute is under it either way.
+
+
+def triton_share(calls: dict[str, int]) -> float | None:
+    """The share of a case's GPU time in its Triton kernels (None: no GPU time recorded);
+    removes the two figures from ``calls``."""
+    triton_us, other_us = calls.pop(TRITON_US, None), calls.pop(OTHER_US, None)
+    if triton_us is None or other_us is None or triton_us + other_us == 0:
+        return None
+    return triton_us / (triton_us + other_us)
+
+
+def overall_share(triton_us: int, other_us: int) -> float | None:
+    """The share of all the cases' GPU time in the candidate's Triton kernels (None: none)."""
+    total = triton_us + other_us
+    return triton_us / total if total > 0 else None

@@ -1,0 +1,244 @@
+"""The child's output files: one safetensors file per judged case, read with nothing unpickled.
+
+The child saves a case's runs (1, or 3 for a random task) as ``{kind}-{index}.safetensors`` in its
+folder: the tensors as the file's entries, and the nested structure around them (tuples, lists,
+None, scalars, tensor references) as JSON in the file's metadata under ``TREE_KEY``.  The file
+is written by a process that ran untrusted code, so ``read_case`` treats it as hostile: it opens
+only a regular file (no link, no FIFO), reads it whole under a size cap (no mapping: a file
+truncated under the parent would kill it with SIGBUS), checks its hash against the one the child
+announced, validates the tree against a schema (depth, node count, run count), and insists that
+the tree and the entries match one to one.  The tensors are written from their own memory and
+read back as views of the one buffer the file was read into (``tensorfile``).  Complex tensors
+are stored as ``torch.view_as_real`` and marked in the tree; a bool tensor holding bytes other
+than 0 and 1 is refused.
+``encode_case`` raises ``OutputError`` for what ``read_case`` would refuse, so what it encodes
+always reads back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import struct
+from pathlib import Path
+from typing import Any
+
+import torch
+from pydantic import ConfigDict, TypeAdapter
+from pydantic import ValidationError as _ValidationError
+
+from kbx.sandbox.wire import tensorfile
+from kbx.sandbox.wire.channel import explain, one_line
+from kbx.sandbox.wire.outtree import (
+    COMPLEX,
+    DTYPES,
+    KINDS,
+    MAX_DEPTH,
+    MAX_HEADER_BYTES,
+    MAX_RUNS,
+    META,
+    TREE_KEY,
+    Bool,
+    Complex,
+    Float,
+    Int,
+    OutputError,
+    Seq,
+    Str,
+    TensorRef,
+    check,
+    parse_tree,
+)
+
+
+def case_bytes_cap(expected_bytes: int) -> int:
+    """The largest output file ``read_case`` should accept for a case whose reference outputs
+    (all runs) take ``expected_bytes``: 4x leaves room for a candidate that returns a wider dtype
+    (float64 for float16: a wrong dtype, but the judge must still read it to say so), and 64 MiB
+    for the header, scalars and small outputs of any case."""
+    return 4 * max(0, expected_bytes) + (64 << 20)
+
+
+def file_name(kind: str, index: int) -> str:
+    if kind not in KINDS or not 0 <= index <= 99_999:
+        raise OutputError(f"no output file for {kind!r} {index!r}")
+    return f"{kind}-{index}.safetensors"
+
+
+def encode_case(runs: list[Any]) -> bytes:
+    """The file's bytes for ``runs`` (outputs as ``runner.to_cpu`` makes them)."""
+    return b"".join(case_pieces(runs))
+
+
+def case_pieces(runs: list[Any]) -> list[bytes | memoryview]:
+    """The file's bytes for ``runs`` in pieces: its header, then each tensor's own memory
+    (``tensorfile.pieces``: nothing copied)."""
+    if len(runs) > MAX_RUNS:
+        raise OutputError(f"{len(runs)} runs, over {MAX_RUNS}")
+    tensors: dict[str, torch.Tensor] = {}
+    taken: set[int] = set()  # their storages
+    tree = json.dumps({"version": 1, "runs": [encode(run, tensors, taken, 1) for run in runs]})
+    check(parse_tree(tree))
+    return tensorfile.pieces(tensors, {TREE_KEY: tree})
+
+
+def save_case(path: Path, runs: list[Any]) -> str:
+    """Write ``runs`` to ``path``; the SHA-256 of the bytes written."""
+    digest, pieces = hashlib.sha256(), case_pieces(runs)  # no file for what cannot be stored
+    with open(path, "wb") as f:
+        for piece in pieces:
+            f.write(piece)
+            digest.update(piece)
+    return digest.hexdigest()
+
+
+def write_case(folder: Path, kind: str, index: int, runs: list[Any]) -> str:
+    """Save ``runs`` in ``folder`` under ``file_name``; the name."""
+    name = file_name(kind, index)
+    save_case(folder / name, runs)
+    return name
+
+
+def encode(x: Any, tensors: dict[str, torch.Tensor], taken: set[int], depth: int) -> dict[str, Any]:
+    """``x`` as a tree node; its tensors go into ``tensors``, their storages into ``taken``."""
+    if depth > MAX_DEPTH:
+        raise OutputError(f"outputs nested deeper than {MAX_DEPTH}")
+    if isinstance(x, torch.Tensor):
+        name = f"t{len(tensors)}"
+        tensors[name] = storable(x, taken)
+        return {"t": "tensor", "name": name, "complex": x.dtype in COMPLEX}
+    if isinstance(x, tuple | list):
+        kind = "tuple" if isinstance(x, tuple) else "list"
+        return {"t": kind, "items": [encode(v, tensors, taken, depth + 1) for v in x]}
+    if x is None:
+        return {"t": "none"}
+    if isinstance(x, complex):
+        return {"t": "complex", "re": x.real, "im": x.imag}
+    for scalar in (bool, int, float, str):  # bool before int: True is an int too
+        if isinstance(x, scalar):
+            return {"t": scalar.__name__, "v": x}
+    raise OutputError(f"cannot store an output of type {type(x).__name__}")
+
+
+def storable(x: torch.Tensor, taken: set[int]) -> torch.Tensor:
+    """``x`` dense, contiguous, on the CPU, in a storage not ``taken`` (then taken)."""
+    if x.layout != torch.strided or x.is_quantized or x.is_meta or x.is_nested:
+        raise OutputError(f"cannot store a {x.layout} {x.device.type} tensor")
+    t = x.detach().as_subclass(torch.Tensor).cpu().resolve_conj().resolve_neg()
+    if t.dtype in COMPLEX:
+        t = torch.view_as_real(t)
+    if t.dtype not in DTYPES:
+        raise OutputError(f"cannot store a {t.dtype} tensor")
+    t = t.contiguous()
+    if t.untyped_storage().data_ptr() in taken:
+        t = t.clone()  # safetensors refuses entries sharing memory
+    taken.add(t.untyped_storage().data_ptr())
+    return t
+
+
+def read_case(path: Path, max_bytes: int, sha256: str | None = None) -> list[Any]:
+    """The runs saved in ``path`` (whose bytes must hash to ``sha256``, when given), as CPU
+    tensors, tuples, lists and scalars; ``OutputError``, its message naming the file, for
+    anything but what ``encode_case`` could have made."""
+    try:
+        data = read_bytes(path, max_bytes)
+        if sha256 is not None and hashlib.sha256(tensorfile.numpy(data).data).hexdigest() != sha256:
+            raise OutputError("its bytes are not those the child announced")
+        return decode_case(data)
+    except OutputError as exc:
+        raise OutputError(f"{path.name}: {exc}") from None
+
+
+def read_bytes(path: Path, max_bytes: int) -> torch.Tensor:
+    """The bytes of ``path`` if it is a regular file (not a link) of at most ``max_bytes``, read
+    once into an uninitialised uint8 tensor of the file's size (nothing zero-filled first)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise OutputError(f"cannot open ({exc.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OutputError("not a regular file")
+        if info.st_size > max_bytes:
+            raise OutputError(f"too large ({info.st_size} bytes, cap {max_bytes})")
+        data = torch.empty(info.st_size, dtype=torch.uint8)
+        view = tensorfile.numpy(data).data
+        with open(fd, "rb", closefd=False, buffering=0) as f:
+            got = 0
+            while got < len(view) and (n := f.readinto(view[got:])):
+                got += n
+            if got < len(view) or f.read(1):
+                raise OutputError("changed size while read")
+    finally:
+        os.close(fd)
+    return data
+
+
+def decode_case(data: bytes | torch.Tensor) -> list[Any]:
+    """The runs in a file's bytes (a uint8 tensor, as ``read_bytes`` makes), checked as
+    ``read_case`` says; the tensors are views of ``data`` (of a copy, for ``bytes``)."""
+    buf = data if isinstance(data, torch.Tensor) else tensorfile.buffer(data)
+    size, header = read_header(buf)
+    meta = metadata(header)
+    if set(meta) - {TREE_KEY}:
+        raise OutputError(f"metadata other than {TREE_KEY}")
+    tree = parse_tree(meta.get(TREE_KEY))
+    refs = check(tree)
+    entries = tensorfile.tensors(buf, 8 + size, header)
+    names = [r.name for r in refs]
+    if len(set(names)) != len(names) or set(names) != set(entries):
+        raise OutputError("the tree and the tensors do not match")
+    restored = {r.name: restore(entries[r.name], r) for r in refs}
+    return [build(node, restored) for node in tree.runs]
+
+
+_HEADER: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
+_METADATA: TypeAdapter[dict[str, str]] = TypeAdapter(dict[str, str], config=ConfigDict(strict=True))
+
+
+def read_header(data: torch.Tensor) -> tuple[int, dict[str, Any]]:
+    """The header's length and its JSON object."""
+    size = struct.unpack("<Q", tensorfile.numpy(data[:8]).tobytes())[0] if len(data) >= 8 else -1
+    if not 0 < size <= min(MAX_HEADER_BYTES, len(data) - 8):
+        raise OutputError("not a valid safetensors file (no header of a valid length)")
+    try:
+        return size, _HEADER.validate_json(tensorfile.numpy(data[8 : 8 + size]).tobytes())
+    except _ValidationError as exc:
+        raise OutputError(one_line(f"not a valid safetensors header: {explain(exc)}")) from None
+
+
+def metadata(header: dict[str, Any]) -> dict[str, str]:
+    try:
+        return _METADATA.validate_python(header.get(META, {}))
+    except _ValidationError as exc:
+        raise OutputError(one_line(f"not a valid safetensors header: {explain(exc)}")) from None
+
+
+def restore(t: torch.Tensor, ref: TensorRef) -> torch.Tensor:
+    """A stored entry as the tensor the child saved, else ``OutputError``."""
+    if t.dtype == torch.bool and t.numel() and int(t.view(torch.uint8).max()) > 1:
+        raise OutputError(f"bool tensor {ref.name} holds bytes other than 0 and 1")
+    if not ref.complex:
+        return t
+    if t.dtype not in COMPLEX.values() or t.dim() == 0 or t.shape[-1] != 2:
+        raise OutputError(f"complex tensor {ref.name} stored as {t.dtype} {list(t.shape)}")
+    # a view of the file's buffer may sit at an odd float offset, which complex views refuse
+    return torch.view_as_complex(t if t.storage_offset() % 2 == 0 else t.clone())
+
+
+def build(node: Any, tensors: dict[str, torch.Tensor]) -> Any:
+    if isinstance(node, TensorRef):
+        return tensors[node.name]
+    if isinstance(node, Seq):
+        items = [build(item, tensors) for item in node.items]
+        return tuple(items) if node.t == "tuple" else items
+    if isinstance(node, Float):
+        return float(node.v)
+    if isinstance(node, Bool | Int | Str):
+        return node.v
+    if isinstance(node, Complex):
+        return complex(node.re, node.im)
+    return None

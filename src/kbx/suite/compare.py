@@ -1,0 +1,106 @@
+"""Trusted comparison of a candidate's outputs with the reference's (runs in the parent only).
+
+Outputs are nested tuples/lists of tensors or Python scalars.  Structure and shape mismatches give
+``wrong_shape``, dtype mismatches ``wrong_dtype``, values outside tolerance ``mismatch`` with a
+summary an author (or a model in a refinement loop) can act on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from kbx.suite.task import Tolerance
+from kbx.suite.verdict import Reject, Verdict
+
+
+def as_tensor(x: Any) -> Any:
+    """Python scalars compare like 0-d tensors of torch's default dtype for that scalar."""
+    if isinstance(x, bool | int | float):
+        return torch.tensor(x)
+    return x
+
+
+def compare(
+    got: Any, want: Any, tol: Tolerance, where: str = "output", values: bool = True
+) -> None:
+    """Raise ``Reject`` unless ``got`` matches ``want`` in structure, shape, dtype and (unless
+    ``values`` is False: ``want`` may then be a meta tensor) values."""
+    got, want = as_tensor(got), as_tensor(want)
+    if isinstance(want, tuple | list):
+        if not isinstance(got, tuple | list) or len(got) != len(want):
+            raise Reject(
+                Verdict.WRONG_SHAPE,
+                f"{where}: expected a sequence of {len(want)} outputs, got {describe(got)}",
+            )
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+            compare(g, w, tol, f"{where}[{i}]", values)
+        return
+    if want is None:
+        if got is not None:
+            raise Reject(Verdict.WRONG_SHAPE, f"{where}: expected None, got {describe(got)}")
+        return
+    if not isinstance(got, torch.Tensor):
+        raise Reject(Verdict.WRONG_SHAPE, f"{where}: expected a tensor, got {describe(got)}")
+    if tuple(got.shape) != tuple(want.shape):
+        raise Reject(
+            Verdict.WRONG_SHAPE, f"{where}: shape {tuple(got.shape)}, expected {tuple(want.shape)}"
+        )
+    if got.dtype != want.dtype:
+        raise Reject(Verdict.WRONG_DTYPE, f"{where}: dtype {got.dtype}, expected {want.dtype}")
+    if not values:
+        return
+    reason = value_mismatch(got, want, tol)
+    if reason:
+        raise Reject(Verdict.MISMATCH, f"{where}: {reason}")
+
+
+def describe(x: Any) -> str:
+    if isinstance(x, torch.Tensor):
+        return f"tensor{tuple(x.shape)} {x.dtype}"
+    if isinstance(x, tuple | list):
+        return f"{type(x).__name__} of {len(x)}"
+    if isinstance(x, str) and x.startswith("<") and x.endswith(">"):
+        return x[1:-1]  # what ``tensors.to_cpu`` put in place of a subclass or an object
+    return type(x).__name__
+
+
+def value_mismatch(got: torch.Tensor, want: torch.Tensor, tol: Tolerance) -> str | None:
+    """None if values agree, else a one-line summary of the disagreement."""
+    if want.is_complex():
+        return value_mismatch(torch.view_as_real(got), torch.view_as_real(want), tol)
+    if not want.is_floating_point():
+        bad = got.cpu() != want.cpu()
+        if not bad.any():
+            return None
+        return summarize(bad, got.cpu().double(), want.cpu().double(), "exact match required")
+    where = "cuda" if want.numel() > 1 << 20 and torch.cuda.is_available() else "cpu"
+    g, w = got.detach().to(where).double(), want.detach().to(where).double()
+    g_nan, w_nan = torch.isnan(g), torch.isnan(w)
+    both_finite = torch.isfinite(g) & torch.isfinite(w)
+    close = torch.abs(g - w) <= tol.atol + tol.rtol * torch.abs(w)
+    same_special = (g_nan & w_nan) | (~both_finite & ~g_nan & ~w_nan & (g == w))
+    bad = ~((both_finite & close) | same_special)
+    if not bad.any():
+        return None
+    return summarize(bad, g, w, f"rtol={tol.rtol:g} atol={tol.atol:g}")
+
+
+def summarize(bad: torch.Tensor, g: torch.Tensor, w: torch.Tensor, rule: str) -> str:
+    n_bad, n = int(bad.sum()), bad.numel()
+    err = torch.where(
+        bad, torch.nan_to_num(torch.abs(g - w), nan=float("inf")), torch.zeros_like(g)
+    )
+    flat = int(torch.argmax(err.reshape(-1)))
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), bad.shape))
+    gv, wv = g.reshape(-1)[flat].item(), w.reshape(-1)[flat].item()
+    extra = ""
+    nan_new = int((torch.isnan(g) & ~torch.isnan(w)).sum())
+    if nan_new:
+        extra = f"; {nan_new} NaN where the reference has none"
+    where = index if index else "scalar"
+    return (
+        f"{n_bad}/{n} elements ({100 * n_bad / n:.3g}%) differ ({rule}); worst at {where}: "
+        f"got {gv:.6g}, expected {wv:.6g}{extra}"
+    )

@@ -1,0 +1,111 @@
+"""Task, Case, Tolerance: the declarative contract a task file fills in.
+
+A task module defines one ``TASK = Task(...)``.  Everything here is plain data plus pure functions
+(reference, input maker, checker), so the trusted evaluator and the candidate's child process can
+both rebuild the same inputs from the same seed without sharing any state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import torch
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Positional and keyword arguments for one call of the entry function."""
+
+    args: tuple[Any, ...]
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One seeded input configuration.  ``shape`` is read by the task's ``make_inputs``."""
+
+    shape: tuple[int, ...]
+    seed: int
+    dtype: torch.dtype = torch.float32
+    dist: str = "normal"  # normal | outlier | corner: read by kbx.suite.inputs.tensor
+    params: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        if self.dist not in ("normal", "outlier", "corner"):
+            raise ValueError(f"unknown input distribution {self.dist!r}")
+        if any(d <= 0 for d in self.shape):
+            raise ValueError(f"case shape must be positive, got {self.shape}")
+        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+
+    @property
+    def torch_seed(self) -> int:
+        """The seed torch's generator gets before each call: derived from, but not equal to, the
+        input seed, so a random op's stream is not the stream that drew the inputs."""
+        return (self.seed * 2654435761 + 0x9E3779B9) % (1 << 31)
+
+    def label(self) -> str:
+        dims = "x".join(str(d) for d in self.shape)
+        extra = ",".join(f"{k}={v}" for k, v in self.params.items())
+        dtype = str(self.dtype).removeprefix("torch.")
+        return f"{dims} {dtype} {self.dist}" + (f" {extra}" if extra else "")
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Element-wise closeness: |got - want| <= atol + rtol * |want|; NaN and Inf must match."""
+
+    rtol: float
+    atol: float
+
+    def __post_init__(self) -> None:
+        if self.rtol < 0 or self.atol < 0:
+            raise ValueError("tolerances must be non-negative")
+
+
+# A property checker returns None when the output is acceptable, else a one-line reason.
+Checker = Callable[[Inputs, Any], "str | None"]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One benchmark task.  ``id``/``category``/``name`` are filled in by the suite loader."""
+
+    entry: str
+    signature: str
+    description: str
+    precision: str
+    reference: Callable[..., Any]
+    make_inputs: Callable[[Case, str], Inputs]
+    cases: tuple[Case, ...]
+    bench: tuple[Case, ...]
+    flops: Callable[[Case], float]
+    bytes_moved: Callable[[Case], float]
+    tolerance: Tolerance
+    check: Checker | None = None  # replaces the element-wise comparison (non-unique outputs)
+    random: bool = False  # output is random: judged by ``check`` plus seed determinism
+    inplace: tuple[int, ...] = ()  # positional args whose final values are part of the output
+    aliases: tuple[str, ...] = ()  # other entry names accepted (released KernelBench-X names)
+    # generic wrong outputs of `kbx validate` that are right answers here (uniform noise for rand)
+    exempt_probes: tuple[str, ...] = ()
+    math: str = ""
+    notes: str = ""
+    paper: bool = True
+    version: int = 1
+    id: str = ""
+    category: str = ""
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.cases:
+            raise ValueError(f"task {self.entry}: needs at least one correctness case")
+        if self.random and self.check is None:
+            raise ValueError(f"task {self.entry}: a random task needs a property checker")
+        seeds = [c.seed for c in self.cases + self.bench]
+        if len(set(seeds)) != len(seeds):
+            raise ValueError(f"task {self.entry}: case seeds must be distinct")
+
+    def entry_names(self) -> tuple[str, ...]:
+        return (self.entry, *self.aliases)

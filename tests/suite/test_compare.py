@@ -1,0 +1,102 @@
+"""compare(): structure, shape, dtype and value rules, and details a person can act on."""
+
+import math
+
+import pytest
+import torch
+
+from kbx.suite import tensors
+from kbx.suite.compare import compare
+from kbx.suite.task import Tolerance
+from kbx.suite.verdict import Reject, Verdict
+
+TOL = Tolerance(rtol=1e-5, atol=1e-6)
+EXACT = Tolerance(rtol=0.0, atol=0.0)
+
+
+def verdict_of(got, want, tol=TOL):
+    try:
+        compare(got, want, tol)
+    except Reject as r:
+        return r.verdict, r.detail
+    return Verdict.PASSED, ""
+
+
+def test_equal_tensors_pass_and_nan_equals_nan():
+    want = torch.tensor([1.0, math.nan, math.inf, -math.inf, 0.0])
+    assert verdict_of(want.clone(), want)[0] == Verdict.PASSED
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, 1.0001])
+def test_special_values_must_match(bad):
+    want = torch.tensor([1.0, 2.0])
+    got = torch.tensor([bad, 2.0])
+    v, detail = verdict_of(got, want)
+    assert v == Verdict.MISMATCH
+    assert "1/2 elements" in detail and "worst at (0,)" in detail
+
+
+def test_inf_sign_matters():
+    v, _ = verdict_of(torch.tensor([-math.inf]), torch.tensor([math.inf]))
+    assert v == Verdict.MISMATCH
+
+
+def test_shape_dtype_and_structure():
+    want = torch.zeros(3, 4)
+    assert verdict_of(torch.zeros(12), want)[0] == Verdict.WRONG_SHAPE
+    assert verdict_of(torch.zeros(3, 4, dtype=torch.float64), want)[0] == Verdict.WRONG_DTYPE
+    assert verdict_of((want, want), want)[0] == Verdict.WRONG_SHAPE
+    assert verdict_of(want, (want, want))[0] == Verdict.WRONG_SHAPE
+    assert verdict_of("<object of type Foo>", want)[0] == Verdict.WRONG_SHAPE
+
+
+def test_tolerance_is_relative_plus_absolute():
+    want = torch.tensor([1000.0, 0.0])
+    assert verdict_of(torch.tensor([1000.009, 5e-7]), want)[0] == Verdict.PASSED
+    assert verdict_of(torch.tensor([1000.02, 0.0]), want)[0] == Verdict.MISMATCH
+
+
+def test_integers_compare_exactly():
+    want = torch.tensor([1, 2, 3])
+    assert verdict_of(torch.tensor([1, 2, 4]), want, Tolerance(1.0, 1.0))[0] == Verdict.MISMATCH
+
+
+def test_nested_outputs_name_the_element():
+    want = (torch.ones(2), torch.ones(3))
+    v, detail = verdict_of((torch.ones(2), torch.zeros(3)), want)
+    assert v == Verdict.MISMATCH and detail.startswith("output[1]")
+
+
+def test_complex_outputs_use_the_tolerance():
+    want = torch.tensor([1 + 1j, 2 - 1j], dtype=torch.complex64)
+    assert verdict_of(want * (1 + 1e-7), want)[0] == Verdict.PASSED
+    assert verdict_of(want * 1.01, want)[0] == Verdict.MISMATCH
+
+
+def test_python_scalars_compare_as_tensors():
+    assert verdict_of(2.0, torch.tensor(2.0))[0] == Verdict.PASSED
+
+
+def test_structure_alone_against_meta_tensors():
+    """``values=False`` (a property checker judges the values): shapes, dtypes and sequence
+    lengths still count, against the meta tensors of ``reference.output_structure``."""
+    want = (torch.empty(3, 4, device="meta"), torch.empty(4, dtype=torch.int64, device="meta"))
+    compare((torch.full((3, 4), float("nan")), torch.arange(4)), want, EXACT, values=False)
+    for got, verdict in (
+        ((torch.zeros(3, 5), torch.arange(4)), Verdict.WRONG_SHAPE),
+        ((torch.zeros(3, 4), torch.arange(4, dtype=torch.int32)), Verdict.WRONG_DTYPE),
+        ((torch.zeros(3, 4),), Verdict.WRONG_SHAPE),
+    ):
+        with pytest.raises(Reject) as caught:
+            compare(got, want, EXACT, values=False)
+        assert caught.value.verdict == verdict
+
+
+def test_a_tensor_subclass_is_named_in_the_detail():
+    class Lazy(torch.Tensor):
+        pass
+
+    got = tensors.to_cpu(torch.zeros(2).as_subclass(Lazy))
+    v, detail = verdict_of(got, torch.zeros(2))
+    assert v == Verdict.WRONG_SHAPE
+    assert detail == "output: expected a tensor, got tensor subclass Lazy"
