@@ -2,7 +2,7 @@
 
 A benchmark, not a test: it prints figures and writes them to a JSON file.
     PYTHONPATH=src python benchmarks/harness_throughput.py --gpus 0 --profile \
-        --out docs/validation/throughput-h200.json
+        --out throughput.json  # or python benchmarks/gpu.py throughput
 Cold run: no baselines cached (every eager and torch.compile baseline measured; the figures'
 cold_cached_kernels says how many kernels it found compiled in --triton-cache, and
 cold_known_durations for how many tasks the cache had job times to order the run by;

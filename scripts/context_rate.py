@@ -4,7 +4,8 @@ Usage: python scripts/context_rate.py [--gpus 0 0,1] [--lanes 16] [--seconds 20]
        [--burst N] [--alloc-mb MB] [--raw] [--env NAME=VALUE ...]
 Every candidate's child makes a CUDA context and loses it when it is killed.  On two H200s many
 children waited 1-8 s for their context in the last third of a warm run; on one H200, whose
-children started at a higher rate per GPU, 3 of the last 40 did (docs/validation/h200-2026-11-30l/).
+children started at a higher rate per GPU, 3 of the last 40 did (the run recorded in commit
+f8e6ede).
 If the driver makes contexts one at a time for the whole host, the children of every GPU share
 one rate, and a run on two GPUs cannot be much faster than 184 contexts at that rate.  This
 measures it.

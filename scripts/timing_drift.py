@@ -6,7 +6,8 @@ the candidate's median (``kernel_ms``) RUN/BASE; with a baseline cache (``baseli
 RUN, of its eager and torch.compile medians to BASE's ``eager_ms`` and ``compile_ms``.  Prints
 the median |log ratio|, the share of cases more than 10% slower and faster in RUN, and the N
 (default 10) cases furthest off.  BASE is
-typically a quiet run (``docs/validation/reference-h200.jsonl``), RUN one under load (a cold run).
+typically a quiet run (``benchmarks/results/reference-h200.jsonl``), RUN one under load (a cold
+run).
 """
 
 from __future__ import annotations

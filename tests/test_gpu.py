@@ -56,7 +56,7 @@ def one_per_category(folder: Path) -> Path:
 def test_reference_solutions_pass_on_cuda_with_speedups(run_source, tmp_path):
     """One solution per category: the whole set, cold, is a run of its own (above 600 s on one
     H200, past what a device call allows); it passes in the throughput benchmark's runs
-    (docs/validation/h200-2026-11-30h/)."""
+    (the run recorded in commit 744055e)."""
     records = run_source(one_per_category(tmp_path / "picked"), device="cuda", timeout_s=300)
     failed = {r["task_id"]: r["detail"] for r in records if r["verdict"] != "passed"}
     assert not failed and len(records) == len([p for p in REFERENCE.iterdir() if p.is_dir()])

@@ -32,3 +32,29 @@ def test_eval_help_gives_the_timeout_defaults():
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     text = sub.choices["eval"].format_help()  # type: ignore[attr-defined]
     assert "default: 60, 120" in " ".join(text.split())
+
+
+def test_the_figures_the_readme_quotes_are_those_of_their_files():
+    """Every figure the README quotes comes from its current file in benchmarks/results, and
+    every file there is quoted: the block is what ``benchmarks/gpu.py --table`` makes of them."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import evidence
+
+    block = README.split(evidence.QUOTED_BEGIN, 1)[1].split(evidence.TABLE_END, 1)[0].strip()
+    assert block == evidence.quoted()
+    files = sorted(p.name for p in evidence.RESULTS.glob("*.json"))
+    assert files and all(f"(benchmarks/results/{name})" in block for name in files)
+    table = (evidence.RESULTS / "README.md").read_text()
+    assert evidence.table() in table  # the results table lists every file too
+
+
+def test_results_files_say_what_they_were_measured_with():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import evidence
+
+    for name, record in evidence.read_all().items():
+        missing = {"commit", "date", "torch", "triton", "command"} - set(record)
+        if record.get("device") == "cuda":
+            missing |= {"gpu", "driver"} - set(record)
+        assert not missing, f"{name} lacks {sorted(missing)}"
+    assert all(p.stat().st_size < 1 << 20 for p in evidence.RESULTS.iterdir())

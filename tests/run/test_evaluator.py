@@ -258,7 +258,7 @@ def test_a_candidate_that_sleeps_forever_times_out_again_when_alone(tmp_path):
 def test_a_run_folder_mkdtemp_made_is_opened_to_the_children_s_uids(tmp_path):
     """As root a sandboxed child runs as a uid of its own and opens the GPU lock's files in the
     run folder; mkdtemp's 0700 kept every child out on the H200 (harness_error for all, under
-    kbx validate and the Ray actors: docs/validation/h200-2026-12-03)."""
+    kbx validate and the Ray actors: the run recorded in commit f71df89)."""
     folder = tmp_path / "run"
     folder.mkdir(mode=0o700)
     with Evaluator("cpu", perf=False, run_dir=folder) as ev:

@@ -21,7 +21,7 @@ from kbx.run import workers
 from kbx.run.evaluator import Evaluator
 from kbx.run.plan import run_eval
 from kbx.run.workers import Workers
-from kbx.sandbox.child.forkserver import SPARES
+from kbx.sandbox.servers import SPARES
 from kbx.suite.verdict import Verdict
 from tests.conftest import REFERENCE
 

@@ -3,7 +3,7 @@ of its inputs (a cheap fingerprint: shapes and two sums of the inputs' bits as i
 Triton kernel of its own, so that no torch computation gives it away before the timing does).
 The sums are of integers so that the fingerprint does not depend on the order of the atomic
 adds: with float sums the same contents gave other keys on the H200, the cache never hit, and
-the candidate passed at its real speed (docs/validation/h200-2026-12-03b/).
+the candidate passed at its real speed (the run recorded in commit d42a0b1).
 
 Every correctness case and refill has new contents, so it computes and passes; timed calls see
 contents they have seen before and return the cached product after reading the inputs once,
