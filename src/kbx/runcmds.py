@@ -16,6 +16,9 @@ from typing import Any
 from rich.text import Text
 
 from kbx.terminal import console, fail, progress_bar, tasks_problem
+from kbx.verdict import Verdict
+
+NOT_TASKS = (Verdict.UNKNOWN_TASK, Verdict.UNREADABLE)  # candidates that name no suite task
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -37,7 +40,7 @@ def evaluate_source(args: argparse.Namespace, out: Path) -> int:
     if problem := device_problem(device):
         return fail(problem)
     source = Path(args.source)
-    if problem := source_problem(source, args.tasks):
+    if problem := source_problem(source, args.tasks, args.task):
         return fail(problem)
     if args.require_sandbox and (problem := sandbox_problem()):
         return fail(problem)
@@ -62,7 +65,7 @@ def evaluate_source(args: argparse.Namespace, out: Path) -> int:
         backend=backend,
     )
     with ev:  # a Ctrl-C closes it with its children killed (``Scheduler.close``)
-        summary = run_with_progress(source, out, ev, args.tasks)
+        summary = run_with_progress(source, out, ev, args.tasks, args.task)
     return print_run(source, out, device, summary)
 
 
@@ -100,7 +103,9 @@ def resume_hint(out: Path, same_command: bool) -> str:
     return f"{done}; add --out {out} to resume"  # the default folder: named for the time
 
 
-def run_with_progress(source: Path, out: Path, ev: Any, pattern: str | None) -> dict[str, Any]:
+def run_with_progress(
+    source: Path, out: Path, ev: Any, pattern: str | None, task: str | None = None
+) -> dict[str, Any]:
     """``run_eval`` with a progress bar: one line per result in logs and pipes."""
     from kbx.run.plan import RunPlan, run_eval
 
@@ -123,6 +128,7 @@ def run_with_progress(source: Path, out: Path, ev: Any, pattern: str | None) -> 
             on_start=started,
             on_result=lambda r: bar.update(progress, advance=1, last=f"{r.task_id}: {r.verdict}"),
             on_baseline=baseline,
+            task=task,
         )
 
 
@@ -142,23 +148,41 @@ def print_run(source: Path, out: Path, device: str, summary: dict[str, Any]) -> 
     return 0
 
 
-def source_problem(source: Path, pattern: str | None) -> str | None:
-    """Why a run of ``source`` (``--tasks pattern``) would evaluate nothing, or None."""
+def source_problem(source: Path, pattern: str | None, task: str | None = None) -> str | None:
+    """Why a run of ``source`` (``--tasks pattern``, ``--task task``) would evaluate nothing, or
+    would judge no task of the suite, or None."""
     from kbx.candidate import read_source
     from kbx.run.plan import keep
 
     if not source.exists():
         return f"{source}: no such file or folder"
-    if problem := tasks_problem(pattern):
+    if problem := tasks_problem(pattern) or task_problem(source, task):
         return problem
     try:
-        candidates = read_source(source)
+        candidates = read_source(source, task)
     except ValueError as exc:  # neither a folder, a .py nor a .jsonl
         return str(exc)
     if not candidates:
         return f"no candidates in {source} (a folder of <Category>/<name>.py, a .py or a .jsonl)"
     if not any(keep(c, pattern) for c in candidates):
         return f"no candidate in {source} is for a task of --tasks {pattern!r}"
+    why = [c.problem[1] for c in candidates if c.problem and c.problem[0] in NOT_TASKS]
+    if len(why) == len(candidates):
+        lone = "; name it with --task ID" if source.suffix == ".py" else ""
+        return f"no candidate in {source} names a task of the suite ({why[0]}){lone}"
+    return None
+
+
+def task_problem(source: Path, task: str | None) -> str | None:
+    """Why ``--task`` cannot name the task of ``source``, or None."""
+    from kbx.suite import find
+
+    if task is None:
+        return None
+    if source.suffix != ".py" or source.is_dir():
+        return f"--task names the task of a lone .py file, not of {source}"
+    if find(task) is None:
+        return f"--task {task!r}: no such task (ids look like Math/rsqrt; `kbx tasks` lists them)"
     return None
 
 
