@@ -69,17 +69,18 @@ def evaluate_source(args: argparse.Namespace, out: Path) -> int:
     return print_run(source, out, device, summary)
 
 
-def interrupted(out: Path, same_command: bool, wait_s: float = 2.0) -> int:
+def interrupted(out: Path, same_command: bool, wait_s: float = 2.0, hint: str | None = None) -> int:
     """After a Ctrl-C, once the Evaluator has closed (its children killed, the results exported):
     the one-line hint, and 130, a Ctrl-C's exit code.  SIGINT is ignored meanwhile: a second
     Ctrl-C would print a traceback over the hint.  A job thread still judging a child that
     finished just before the Ctrl-C would keep the interpreter alive until it is done: after
     ``wait_s`` the process ends at once instead (``os._exit``, its output flushed), as that
-    thread's result is dropped anyway."""
+    thread's result is dropped anyway.  ``hint`` replaces the line for commands whose run folder
+    holds no store (``kbx generate``, ``kbx run``)."""
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        hint = Text(resume_hint(out, same_command), style="yellow")
-        console.print(hint, soft_wrap=True)  # one line, however long
+        line = Text(hint or resume_hint(out, same_command), style="yellow")
+        console.print(line, soft_wrap=True)  # one line, however long
         end = time.monotonic() + wait_s
         others = [t for t in threading.enumerate() if t is not threading.current_thread()]
         for thread in (t for t in others if not t.daemon):
