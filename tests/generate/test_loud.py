@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -125,3 +126,62 @@ def test_progress_says_what_happened_and_unpriced_is_not_free(
         0,
         1,
     }
+
+
+STOP_S = 2.0  # the acceptance: Ctrl-C to exit
+
+
+def test_ctrl_c_of_kbx_run_geak_ends_within_seconds_and_resumes(
+    server: FakeServer, tmp_path: Path
+) -> None:
+    """Ctrl-C while the judge's thread is inside the evaluator (a GEAK candidate in flight):
+    exit 130 within STOP_S, one hint line, no process left; the same command then finishes
+    without asking the model again for what it had answered."""
+    from tests.test_exploits import leftovers, processes, subreaper
+
+    server.respond = lambda body: fenced(reference("Math/abs"))
+    config = tmp_path / "kbx.toml"
+    config.write_text(FAST + "[method]\nrounds = 1\ncandidates = 1\nllm_scoring = false\n")
+    out, log = tmp_path / "run", tmp_path / "log.txt"
+    cmd = [sys.executable, "-m", "kbx", "run", "--method", "geak", "--out", str(out)]
+    cmd += ["--tasks", "Math/abs", "--device", "cpu", "--config", str(config), "--bootstrap", "20"]
+    env = {**os.environ, "OPENAI_BASE_URL": server.url}
+    before = {(p.pid, p.start) for p in processes().values()}
+    subreaper(True)
+    try:
+        with open(log, "wb") as sink:
+            proc = subprocess.Popen(
+                cmd, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True,
+            )  # fmt: skip
+        trace = out / "trace.jsonl"
+        deadline = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < deadline:
+            if trace.exists() and '"event": "llm"' in trace.read_text():
+                break
+            time.sleep(0.05)
+        time.sleep(1.0)  # the candidate is in the evaluator now (its child takes seconds)
+        assert proc.poll() is None and '"event": "eval"' not in trace.read_text()
+        os.killpg(proc.pid, signal.SIGINT)
+        sent = time.monotonic()
+        try:
+            code = proc.wait(timeout=30)
+        finally:
+            stop_s = time.monotonic() - sent
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        left = leftovers(before, grace_s=3.0)
+    finally:
+        subreaper(False)
+    text = log.read_text()
+    assert code == 130 and stop_s < STOP_S, (code, stop_s, text[-2000:])
+    hints = [ln for ln in text.splitlines() if "run the same command again to resume" in ln]
+    assert len(hints) == 1 and "Traceback" not in text, text[-2000:]
+    assert not left, left
+    asked = len(server.answered)
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    kinds = [b["messages"][-1]["content"][:40] for b in server.answered[asked:]]
+    assert len(kinds) == 1, kinds  # the reflection only: the generation came from the cache
+    assert json.loads((out / "manifest.json").read_text())["final"]["solved"] == 1

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
+import signal
+import sys
+import threading
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -132,7 +136,14 @@ def guarded(args: argparse.Namespace, evaluate_final: bool) -> int:
             f"interrupted: replies so far are cached in {args.out}; run the same command again "
             "to resume"
         )
-        return interrupted(Path(args.out), True, wait_s=INTERRUPT_WAIT_S, hint=hint)
+        code = interrupted(Path(args.out), True, wait_s=INTERRUPT_WAIT_S, hint=hint)
+        if any(t.is_alive() for t in threading.enumerate() if t is not threading.main_thread()):
+            # a job thread started by the judge's daemon thread is a daemon too, yet the
+            # interpreter's exit joins every pool worker: that wait is what hung a stopped run
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        return code
 
 
 INTERRUPT_WAIT_S = 0.5  # after a Ctrl-C, what a thread still busy gets before the process ends
@@ -163,7 +174,7 @@ def start(args: argparse.Namespace, evaluate_final: bool) -> int:
     try:
         manifest = generate_with_progress(run, out, select(args.tasks), ev, args)
     except BaseException:
-        ev.close(cancel=True)  # a Ctrl-C: its children killed, queued candidates dropped
+        close_soon(ev)  # a Ctrl-C: its children killed, queued candidates dropped
         raise
     ev.close()
     final = Path(manifest["rounds"][-1])
@@ -178,6 +189,27 @@ def start(args: argparse.Namespace, evaluate_final: bool) -> int:
     if evaluate_final:
         return evaluate_and_analyze(final, out, device, manifest, args.bootstrap, run)
     return 0
+
+
+def close_soon(ev: Any) -> None:
+    """Close the Evaluator after a Ctrl-C, waiting at most CLOSE_S: a job thread that had not
+    yet forked its candidate's child (the fork server still starting) would hold the close for
+    seconds.  Past that, this process's children (fork servers and their process groups) are
+    killed, and what is left ends with the process (``runcmds.interrupted``)."""
+    closer = threading.Thread(target=ev.close, kwargs={"cancel": True}, daemon=True)
+    closer.start()
+    closer.join(CLOSE_S)
+    if closer.is_alive():  # a fork server still starting ends only once it is ready: kill it
+        from kbx.run.scheduler import parents
+
+        me = os.getpid()
+        for pid in [p for p, parent in parents().items() if parent == me]:
+            for kill in (os.killpg, os.kill):  # each leads a session of its own, or not yet
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    kill(pid, signal.SIGKILL)
+
+
+CLOSE_S = 1.0
 
 
 def endpoint_problem(run: RunConfig, args: argparse.Namespace, out: Path) -> str | None:
