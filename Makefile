@@ -27,9 +27,11 @@ $(VENV)/.installed: pyproject.toml $(CONSTRAINTS)
 	$(BIN)/python -m pip install -q -c $(CONSTRAINTS) -e '.[dev,analysis,generate,serve,ray]'
 	touch $@
 
+DEMO_OUT ?= runs/demo
 demo: install
-	rm -rf runs/demo
-	$(BIN)/kbx eval examples/demo.jsonl --device cpu --out runs/demo
+	rm -rf $(DEMO_OUT)
+	$(BIN)/kbx eval examples/demo.jsonl --device cpu --out $(DEMO_OUT)
+	@cat examples/demo.txt
 
 test: install
 	$(BIN)/python -m pytest -q --durations=10

@@ -1,4 +1,5 @@
 """Rebuild examples/demo.jsonl: a KernelBench-X style JSONL mixing correct and faulty kernels.
+All lines are one run (method "demo"); ``example`` says what a line shows; kbx ignores it.
 
 Run from the repository root: python examples/make_demo.py
 """
@@ -20,7 +21,7 @@ def main() -> None:
         {
             "file": "Activation/gelu.py",
             "method": "demo",
-            "model": "reference",
+            "example": "reference",
             "predict": "Here is the kernel:\n```python\n"
             + code("solutions/reference/Activation/gelu.py")
             + "```\n<|im_end|>",
@@ -29,53 +30,53 @@ def main() -> None:
         {
             "file": "Math/rsqrt.py",
             "method": "demo",
-            "model": "reference",
+            "example": "reference",
             "predict": code("solutions/reference/Math/rsqrt.py") + f"\n{SEP}\nimport torch\n"
             "torch.manual_seed(0)\ntest_results = {'x': torch.randn(3)}\n",
         },
         {
             "file": "Pooling/avg_pool1d.py",
             "method": "demo",
-            "model": "reference",
+            "example": "reference",
             "predict": code("solutions/reference/Pooling/avg_pool1d.py"),
         },
         {
             "file": "Reduce/sum.py",
             "method": "demo",
-            "model": "zeros",
+            "example": "zeros",
             "predict": code("tests/bad/mismatch/Reduce/sum.py"),
         },
         {
             "file": "Activation/gelu.py",
             "method": "demo",
-            "model": "torch-only",
+            "example": "torch-only",
             "predict": code("tests/bad/no_triton/Activation/gelu.py"),
         },
         {
             "file": "Activation/gelu.py",
             "method": "demo",
-            "model": "typo",
+            "example": "typo",
             "predict": code("tests/bad/import_failed/Activation/gelu.py"),
         },
         {
             "file": "Activation/gelu.py",
             "method": "demo",
-            "model": "flattens",
+            "example": "flattens",
             "predict": code("tests/bad/wrong_shape/Activation/gelu.py"),
         },
         {
             "file": "Math/rsqrt.py",
             "method": "demo",
-            "model": "segfault",
+            "example": "segfault",
             "predict": code("tests/bad/crashed/Math/rsqrt.py"),
         },
         {
             "file": "Activation/swiglu.py",
             "method": "demo",
-            "model": "unknown task",
+            "example": "unknown task",
             "predict": code("solutions/reference/Activation/gelu.py"),
         },
-        {"file": "Activation/gelu.py", "method": "demo", "model": "empty", "predict": ""},
+        {"file": "Activation/gelu.py", "method": "demo", "example": "empty", "predict": ""},
     ]
     text = "".join(json.dumps(rec) + "\n" for rec in lines)
     text += '{"file": "Math/rsqrt.py", "predict": "truncated line\n'  # a malformed line

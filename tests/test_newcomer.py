@@ -126,7 +126,8 @@ def test_an_empty_store_exports_an_empty_summary(tmp_path):
         summary = export(store, tmp_path, suite_size=0)
     finally:
         store.close()
-    assert summary["candidates"] == 0 and summary["pass_rate"] == summary["suite_pass_rate"] == 0
+    assert summary["candidates"] == 0 and summary["tasks_attempted"] == 0
+    assert summary["pass_rate"] is None and summary["suite_pass_rate"] is None  # n/a, not 0%
     assert (tmp_path / "results.jsonl").read_text() == ""
 
 

@@ -100,7 +100,10 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if len(args.name) > len(runs):
         return fail(f"{len(args.name)} --name for {len(runs)} RUN: at most one name per RUN")
     try:
-        analyze(runs, Path(args.out), args.bootstrap, args.seed, console, kbx, args.name)
+        analyze(
+            runs, Path(args.out), args.bootstrap, args.seed, console, kbx, args.name,
+            pool=args.pool, over=args.over,
+        )  # fmt: skip
     except NoInput as exc:
         return fail(str(exc))
     except OSError as exc:
@@ -113,6 +116,13 @@ def limit_blas_threads() -> None:
     on busy cores (kbx.analyze.bootstrap); a variable already set is kept."""
     for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(name, "1")
+
+
+def quiet_profiler() -> None:
+    """torch's profiler (kineto) prints ``USDT: ... profiler_start`` lines on stderr at each
+    session, over the progress bar; its level 6 is above all of its messages (the children
+    get the same setting: ``kbx.sandbox.childenv``).  A level already set is kept."""
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -151,7 +161,14 @@ def build_parser() -> argparse.ArgumentParser:
         "(docs/configuration.md).",
     )
     e.add_argument("source", help="folder of <Category>/<name>.py, one .py, or a .jsonl")
-    e.add_argument("--tasks", metavar="GLOB", help="only tasks whose id matches, e.g. 'Math/*'")
+    e.add_argument(
+        "--tasks", metavar="GLOB", help="only tasks whose id matches, in any case, e.g. 'Math/*'"
+    )
+    e.add_argument(
+        "--task",
+        metavar="ID",
+        help="the task of a lone .py file whose name does not say it, e.g. Math/rsqrt",
+    )
     e.add_argument(
         "--device",
         choices=("cuda", "cpu"),
@@ -239,7 +256,8 @@ def build_parser() -> argparse.ArgumentParser:
         "runs",
         nargs="+",
         metavar="RUN",
-        help="a kbx run folder (results.jsonl; its name is the method unless the records say) "
+        help="a kbx run folder (results.jsonl; labelled by its records' method and model, else "
+        "by its folder's name) "
         "or a KernelBench-X results folder (<gpu>/<method>/metrics.json)",
     )
     a.add_argument("--out", required=True, metavar="DIR", help="folder to write, made if missing")
@@ -256,8 +274,19 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME",
-        help="the method name of the n-th RUN's records (once per RUN, in order; default: what "
-        "the records say, else the folder's name)",
+        help="the label of the n-th RUN's records (once per RUN, in order; default: their "
+        "method and model, else the folder's name)",
+    )
+    a.add_argument(
+        "--pool",
+        action="store_true",
+        help="count RUNs that share a label as one run (default: refuse to merge them)",
+    )
+    a.add_argument(
+        "--over",
+        choices=("attempted", "suite"),
+        default="attempted",
+        help="the rates' denominator: the tasks each run attempted (default) or the whole suite",
     )
     a.add_argument(
         "--kernelbenchx",
@@ -274,6 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    quiet_profiler()
     if args.command == "analyze":
         limit_blas_threads()
     try:

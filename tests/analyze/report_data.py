@@ -27,7 +27,14 @@ def synthetic_results(seed: int = 0) -> dict[str, Any]:
     speedups = {c: _speedups(rng, max(2, n // 2)) for c, n in CATEGORIES.items()}
     speedups["Random"] = []  # a category with no correct candidate: the plot must cope
     return {
-        "title": "KernelBench-X analysis (synthetic data)",
+        "title": "kbx analysis: one-shot vs few-shot vs refine-3 (synthetic data)",
+        "subtitle": "A100, H100, L40S · 2026-12-01 to 2026-12-04 · kbx 0.1.0 · one-shot 184 of "
+        "184 tasks attempted; few-shot 184 of 184; refine-3 184 of 184 · rates over the tasks "
+        "each run attempted",
+        "runs": [
+            f"{m}: runs/{m}, H100, 2026-12-04, kbx 0.1.0, 184 of 184 tasks attempted"
+            for m in METHODS
+        ],
         "methods": list(METHODS),
         "categories": list(CATEGORIES),
         "rates": {m: _rates(rng, p) for m, p in METHODS.items()},

@@ -49,14 +49,19 @@ def test_kbx_run_is_completed_over_the_suite(tmp_path):
     assert table.attrs["unknown_tasks"] == ["Other/x"]
 
 
-def test_method_defaults_to_the_folder_and_last_duplicate_wins(tmp_path):
-    run = write_run(
-        tmp_path / "claude", [record("Math/add"), record("Math/add", "timeout", "run", None)]
-    )
-    rows = load.load([run], SUITE).set_index("task_id")
+def test_method_defaults_to_the_folder_and_a_passed_duplicate_wins(tmp_path):
+    """A task with several candidates of one run passes when one of them passed, as in the eval
+    table and summary.json (kbx.core.passrate); otherwise its last record counts."""
+    twice = [record("Math/add"), record("Math/add", "timeout", "run", None)]
+    twice += [
+        record("Math/cos", "mismatch", "check", None),
+        record("Math/cos", "timeout", "run", None),
+    ]
+    rows = load.load([write_run(tmp_path / "claude", twice)], SUITE).set_index("task_id")
     assert (
-        rows.loc["Math/add", "method"] == "claude" and rows.loc["Math/add", "verdict"] == "timeout"
+        rows.loc["Math/add", "method"] == "claude" and rows.loc["Math/add", "verdict"] == "passed"
     )
+    assert rows.loc["Math/cos", "verdict"] == "timeout"
 
 
 def test_released_metrics_tree(tmp_path):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from kbx.analyze.report import PLOTS, render, shown_plots, write_report
+from kbx.analyze.report import PLOTS, render, write_report
 from kbx.analyze.schema import AnalysisResults
 from tests.analyze import chromium
 from tests.analyze.report_data import synthetic_results
@@ -48,13 +48,20 @@ def test_one_figure_per_plot(report: Path) -> None:
         assert body.count("<svg") == 1, name
 
 
-def test_plots_without_data_are_left_out() -> None:
+def test_plots_without_data_say_n_a_with_the_reason_not_empty_axes() -> None:
     data = synthetic_results() | {"rounds": {}, "rescue": {}, "hardware": {}}
     html = render(data)
-    assert {p.id for p in shown_plots(AnalysisResults.model_validate(data))} == {
-        "exe-heatmap", "method-rates", "speedups", "fast-p", "slower",
-    }  # fmt: skip
-    assert html.count('<figure class="plot"') == 5
+    assert html.count('<figure class="plot"') == 5  # drawn
+    na = dict(
+        re.findall(
+            r'<figure class="plot na" id="fig-([\w-]+)">.*?<p class="na">(.*?)</p>', html, re.S
+        )
+    )
+    assert na == {
+        "rounds": "n/a: no run has more than one round",
+        "rescue": "n/a: no run has more than one round",
+        "hardware": "n/a: the runs were timed on one machine at most",
+    }
 
 
 def test_tables_per_category(report: Path) -> None:
@@ -76,20 +83,31 @@ def test_schema_rejects_inconsistent_results(change: dict[str, object]) -> None:
         AnalysisResults.model_validate(synthetic_results() | change)
 
 
+def marks(browser: str, page: Path) -> tuple[dict[str, str], str]:
+    """The page's marks on <body> after load in headless Chromium, and its DOM; no console
+    message (errors, CSP violations) and no script error."""
+    loaded = chromium.load(browser, page)
+    assert loaded.console == [], "the page logged to the console (errors, CSP violations)"
+    body = re.search(r"<body([^>]*)>", loaded.dom)
+    assert body, loaded.dom[:500]
+    found = dict(re.findall(r'data-([\w-]+)="([^"]*)"', body.group(1)))
+    assert found.get("rendered") == "yes", "the page's load handler did not run"
+    assert "errors" not in found, found["errors"]
+    return found, loaded.dom
+
+
+def assert_drawn(dom: str, plot_id: str) -> None:
+    figure = re.search(rf'<figure[^>]*id="fig-{plot_id}"[^>]*>', dom)
+    assert figure and 'data-drawn="yes"' in figure.group(0), plot_id
+    size = re.search(r'data-size="(\d+)x(\d+)"', figure.group(0))
+    assert size and min(map(int, size.groups())) > 100, (plot_id, figure.group(0))
+
+
 def test_chromium_draws_every_plot(report: Path, browser: str) -> None:
-    page = chromium.load(browser, report)
-    assert page.console == [], "the page logged to the console (errors, CSP violations)"
-    body = re.search(r"<body([^>]*)>", page.dom)
-    assert body, page.dom[:500]
-    marks = dict(re.findall(r'data-([\w-]+)="([^"]*)"', body.group(1)))
-    assert marks.get("rendered") == "yes", "the page's load handler did not run"
-    assert "errors" not in marks, marks["errors"]
-    assert marks["plots"] == marks["drawn"] == str(len(PLOTS))
+    found, dom = marks(browser, report)
+    assert found["plots"] == found["drawn"] == str(len(PLOTS)) and found["na"] == "0"
     for plot in PLOTS:
-        figure = re.search(rf'<figure[^>]*id="fig-{plot.id}"[^>]*>', page.dom)
-        assert figure and 'data-drawn="yes"' in figure.group(0), plot.id
-        size = re.search(r'data-size="(\d+)x(\d+)"', figure.group(0))
-        assert size and min(map(int, size.groups())) > 100, (plot.id, figure.group(0))
+        assert_drawn(dom, plot.id)
 
 
 def test_chromium_screenshot(report: Path, browser: str, tmp_path: Path) -> None:

@@ -50,7 +50,7 @@ def test_summary_rates_are_over_tasks_and_suite():
     recs = [record("A/a", "mismatch"), record("A/a", "passed", 2.0), record("A/b", "timeout")]
     s = summarize(recs, suite_size=4)
     assert s["counts"] == {"mismatch": 1, "passed": 1, "timeout": 1}
-    assert s["tasks_evaluated"] == 2 and s["pass_rate"] == 0.5
+    assert s["tasks_attempted"] == 2 and s["pass_rate"] == 0.5
     assert s["suite_pass_rate"] == 0.25
     assert s["faster_than_eager"] == 1
 

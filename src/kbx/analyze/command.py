@@ -16,6 +16,7 @@ from rich.table import Table as RichTable
 
 from kbx.analyze import export, fill, load
 from kbx.analyze.bootstrap import LEVEL, Estimate
+from kbx.analyze.identity import RunIdentity, identities
 from kbx.analyze.report import write_report
 
 SCHEMA_VERSION = 1  # of analysis.json: docs/design/analysis.md
@@ -44,21 +45,30 @@ def analyze(
     console: Console | None = None,
     kernelbenchx: Path | None = None,
     names: Sequence[str] = (),
+    pool: bool = False,
+    over: str = "attempted",
 ) -> dict[str, Any]:
     """Writes OUTPUTS to ``out`` (and the released harness's files to ``kernelbenchx``) and
-    returns analysis.json's content; ``names``: the method of the first inputs' records, in
-    order; raises NoInput."""
+    returns analysis.json's content; ``names``: the labels of the first inputs' runs, in
+    order; ``pool``: inputs whose runs share a label count as one run; ``over``: the rates'
+    denominator (``fill.OVER``).  Raises NoInput."""
     check_inputs(inputs)
-    table = load.load(inputs, names=names)
+    try:
+        table = load.load(inputs, names=names, pool=pool)
+    except load.Clash as exc:
+        raise NoInput(str(exc)) from None
     if table.empty:
         raise NoInput(f"no records of a suite task in {', '.join(map(str, inputs))}")
-    st = fill.compute(table, resamples, seed)
-    labels = list(names) + [p.name for p in inputs][len(names) :]
-    title = "kbx analysis: " + ", ".join(labels)
-    results = fill.results(table, st, title)
+    table = fill.counting(table, over)
+    runs = identities(table)
+    st = fill.compute(table, resamples, seed, over)
+    title = "kbx analysis: " + " vs ".join(r.label for r in runs)
+    results = fill.results(table, st, title, runs, over)
     doc = {
         "schema_version": SCHEMA_VERSION,
         "inputs": [str(p) for p in inputs],
+        "runs": [plain(r) for r in runs],
+        "over": over,
         "n_tasks": int(table["task_id"].nunique()),
         "rows": len(table),
         "resamples": resamples,
@@ -72,7 +82,7 @@ def analyze(
     if kernelbenchx is not None:
         export.kernelbenchx(table, kernelbenchx)
     if console is not None:
-        print_tables(console, st, out)
+        print_tables(console, st, out, runs)
     return doc
 
 
@@ -94,22 +104,27 @@ def write(table: pd.DataFrame, doc: dict[str, Any], results: Any, out: Path) -> 
 
 def pct(est: Estimate | None, bounds: bool = True) -> str:
     if est is None or not math.isfinite(est.value):
-        return "-"
+        return "n/a"
     text = f"{100 * est.value:.1f}%"
     if bounds and math.isfinite(est.lo) and math.isfinite(est.hi):
         text += f" [{100 * est.lo:.1f}, {100 * est.hi:.1f}]"
     return text
 
 
-def print_tables(console: Console, st: dict[str, Any], out: Path) -> None:
+def print_tables(console: Console, st: dict[str, Any], out: Path, runs: list[RunIdentity]) -> None:
+    for run in runs:
+        console.print(f"read {run.line()}", highlight=False, soft_wrap=True)
     level = f"{100 * LEVEL:.0f}% bootstrap intervals over tasks, resampled within category"
     rates, fast = fill.index(st["rates"]), fill.index(st["fast_p"])
     t = RichTable(title=f"Rates per method (final round; {level})")
-    for col in ("method", "n", "call", "exe", "fast_1"):
+    for col in ("method", "tasks counted", "call", "exe", "fast_1"):
         t.add_column(col, justify="left" if col == "method" else "right")
-    for (method,), row in rates.items():
-        f1 = fast.get((method,), {}).get("fast_1")
-        t.add_row(method, str(row["exe"].n), pct(row["call"]), pct(row["exe"]), pct(f1))
+    for run in runs:
+        row = rates.get((run.label,), {})
+        f1 = fast.get((run.label,), {}).get("fast_1") if run.timed else None
+        exe = row.get("exe")
+        counted = f"{exe.n if exe else 0} of {run.suite}"
+        t.add_row(run.label, counted, pct(row.get("call")), pct(exe), pct(f1))
     console.print(t)
     print_categories(console, st)
     print_headlines(console, st)
@@ -123,7 +138,7 @@ def print_categories(console: Console, st: dict[str, Any]) -> None:
     methods += ["all"] if len(methods) > 1 else []
     t = RichTable(title="exe rate per category x method (all: pooled); all fail: no method solves")
     t.add_column("category")
-    t.add_column("tasks", justify="right")
+    t.add_column("tasks counted", justify="right")
     for m in methods:
         t.add_column(m, justify="right")
     t.add_column("all fail", justify="right")

@@ -43,7 +43,7 @@ def transition(
     now = after["exe_ok"].to_numpy(bool)
     group = np.select([~was & now, was & now, was & ~now], list(GROUPS[:3]), GROUPS[3])
     after = after.assign(group=group, **{g: (group == g).astype(float) for g in GROUPS})
-    specs: dict[str, Spec] = {g: (g, "one", None) for g in GROUPS}
+    specs: dict[str, Spec] = {g: (g, "counted", None) for g in GROUPS}
     shares = group_rows(rs, after, (), specs)[0].stats
     kept = after[after["group"].isin(["rescued", "persistent"])]
     speedups = aggregate_frame(kept, rs, ("group",), n, "transition_speedups")

@@ -12,6 +12,7 @@ import pandas as pd
 
 from kbx.analyze import dynamics, speedups, spread, stats
 from kbx.analyze.bootstrap import Estimate
+from kbx.analyze.identity import RunIdentity, subtitle
 from kbx.analyze.schema import (
     AnalysisResults,
     CategoryCell,
@@ -25,9 +26,26 @@ from kbx.analyze.schema import (
 CURVE_P = [round(0.1 * 1.25**k, 4) for k in range(23)]  # fast_p curve thresholds, 0.1 to ~13
 
 
-def compute(table: pd.DataFrame, resamples: int = 10_000, seed: int = 0) -> dict[str, Any]:
+OVER = ("attempted", "suite")  # a rate's denominator: the tasks each run attempted, or the suite
+
+
+def counting(table: pd.DataFrame, over: str = "attempted") -> pd.DataFrame:
+    """The table with ``counted``, the rates' denominator per row: 1 for a task the run attempted
+    (``over="attempted"``, kbx.core.passrate's definition) or for every suite task (``"suite"``)."""
+    if over not in OVER:
+        raise ValueError(f"over {over!r}: want one of {', '.join(OVER)}")
+    if over == "suite" or "attempted" not in table:
+        return table.assign(counted=1.0)
+    return table.assign(counted=table["attempted"].astype(float))
+
+
+def compute(
+    table: pd.DataFrame, resamples: int = 10_000, seed: int = 0, over: str = "attempted"
+) -> dict[str, Any]:
     """Every statistic of the table (pydantic models), by name; absent when it does not apply
-    (transitions without rounds, hardware on one GPU, deviance with one method)."""
+    (transitions without rounds, hardware on one GPU, deviance with one method).  Rates count
+    the tasks ``over`` says (``counting``)."""
+    table = counting(table, over)
     rs = stats.resampler(table, resamples, seed)
     out: dict[str, Any] = {
         "rates": stats.rates(stats.final(table), rs, ("method",)),
@@ -73,26 +91,35 @@ def interval(est: Estimate | None) -> Interval | None:
     return Interval(value=value, lo=max(0.0, lo), hi=min(1.0, hi), n=est.n)
 
 
-def share(est: Estimate | None) -> float:
-    return 0.0 if est is None or not math.isfinite(est.value) else min(1.0, max(0.0, est.value))
+def share(est: Estimate | None) -> float | None:
+    """A rate as a share in [0, 1]; None (n/a) where nothing was counted."""
+    return None if est is None or not math.isfinite(est.value) else min(1.0, max(0.0, est.value))
 
 
-def results(table: pd.DataFrame, st: dict[str, Any], title: str) -> AnalysisResults:
+def results(
+    table: pd.DataFrame, st: dict[str, Any], title: str, runs: list[RunIdentity], over: str
+) -> AnalysisResults:
     """The report's shape, filled from ``compute``'s statistics (and the table, for the lists of
-    speedups that the box plots draw)."""
+    speedups that the box plots draw); methods with no timed candidate have no speedup figures
+    (``untimed``), never 0%."""
     methods = sorted(map(str, table["method"].unique()))
     categories = sorted(map(str, table["category"].unique()))
+    untimed = sorted(r.label for r in runs if not r.timed)
     slower = index(st["slower_share"])
+    timed_methods = [m for m in methods if m not in untimed]
     return AnalysisResults(
         title=title,
+        subtitle=subtitle(runs, over),
+        runs=[r.line() for r in runs],
+        untimed=untimed,
         methods=methods,
         categories=categories,
-        rates=method_rates(st, methods),
-        by_category=cells(table, st, categories, methods),
+        rates=method_rates(st, methods, untimed),
+        by_category=cells(table, st, categories, methods, untimed),
         speedups=category_speedups(table, categories),
-        fast_p={m: curve(table, st, m) for m in methods},
+        fast_p={m: curve(table, st, m) for m in timed_methods},
         slower_share={
-            m: iv for m in methods if (iv := interval(slower.get((m,), {}).get("slower")))
+            m: iv for m in timed_methods if (iv := interval(slower.get((m,), {}).get("slower")))
         },
         rounds=rounds(table, st, methods),
         rescue=rescues(table, methods),
@@ -100,34 +127,41 @@ def results(table: pd.DataFrame, st: dict[str, Any], title: str) -> AnalysisResu
     )
 
 
-def method_rates(st: dict[str, Any], methods: list[str]) -> dict[str, MethodRates]:
+def method_rates(
+    st: dict[str, Any], methods: list[str], untimed: list[str]
+) -> dict[str, MethodRates]:
     rates, fast = index(st["rates"]), index(st["fast_p"])
-    zero = Interval(value=0.0, lo=0.0, hi=0.0, n=st["rates"].n)
-    pick = lambda rows, m, k: interval(rows.get((m,), {}).get(k)) or zero  # noqa: E731
+    pick = lambda rows, m, k: interval(rows.get((m,), {}).get(k))  # noqa: E731
     return {
         m: MethodRates(
-            call=pick(rates, m, "call"), exe=pick(rates, m, "exe"), fast_1=pick(fast, m, "fast_1")
+            call=pick(rates, m, "call"),
+            exe=pick(rates, m, "exe"),
+            fast_1=None if m in untimed else pick(fast, m, "fast_1"),
         )
         for m in methods
     }
 
 
 def cells(
-    table: pd.DataFrame, st: dict[str, Any], categories: list[str], methods: list[str]
+    table: pd.DataFrame,
+    st: dict[str, Any],
+    categories: list[str],
+    methods: list[str],
+    untimed: list[str],
 ) -> dict[str, dict[str, CategoryCell]]:
     rates, fast = index(st["category_method"]), index(st["fast_1_by_category"])
     speed = index(st["speedups_by_category"])
-    tasks = table.drop_duplicates("task_id")["category"].value_counts()
     out: dict[str, dict[str, CategoryCell]] = {}
     for c in categories:
         out[c] = {}
         for m in methods:
             geo = speed.get((c, m), {}).get("geomean")
+            exe = rates.get((c, m), {}).get("exe")
             out[c][m] = CategoryCell(
-                tasks=int(tasks.get(c, 0)),
+                tasks=exe.n if exe else 0,
                 call_rate=share(rates.get((c, m), {}).get("call")),
-                exe_rate=share(rates.get((c, m), {}).get("exe")),
-                fast_1_rate=share(fast.get((c, m), {}).get("fast_1")),
+                exe_rate=share(exe),
+                fast_1_rate=None if m in untimed else share(fast.get((c, m), {}).get("fast_1")),
                 geomean_speedup=geo.value if geo and math.isfinite(geo.value) else None,
             )
     return out
@@ -150,7 +184,8 @@ def curve(table: pd.DataFrame, st: dict[str, Any], method: str) -> FastPCurve:
     frame = stats.outcomes(table)
     frame = frame[frame["method"] == method]
     s = timed(frame)["speedup"].to_numpy(float)
-    n = max(1, int(frame["task_id"].nunique()))
+    counted = frame[frame["counted"] > 0] if "counted" in frame else frame
+    n = max(1, int(counted["task_id"].nunique()))
     shares = [float((s > p).sum()) / n for p in CURVE_P]
     row = index(st["fast_p_curve"]).get((method,), {}) if "fast_p_curve" in st else {}
     ends = [row.get(f"fast_{p:g}") for p in CURVE_P]
@@ -178,8 +213,8 @@ def rounds(table: pd.DataFrame, st: dict[str, Any], methods: list[str]) -> dict[
             out[m].append(
                 Round(
                     round=int(r),
-                    call_rate=share(row.get("call")),
-                    exe_rate=share(row.get("exe")),
+                    call_rate=share(row.get("call")) or 0.0,
+                    exe_rate=share(row.get("exe")) or 0.0,
                     mean_speedup=float(np.exp(np.log(s).mean())) if len(s) else None,
                     exe=interval(row.get("exe")),
                 )

@@ -1,11 +1,14 @@
 """Result tables for analysis: kbx run folders and KernelBench-X metrics folders, one row per
-(task, method, model, round, sample, gpu), completed over the full suite (missing rows fail)."""
+(task, run, model, round, sample, gpu), completed over the full suite (rows a run lacks are
+``missing``: not attempted).  A run is labelled by its method and model (``label``) or by the
+name given for its input; two inputs with one label are pooled only when asked (``Clash``)."""
 
 from __future__ import annotations
 
 import json
 import math
 import re
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,21 +27,43 @@ def suite_tasks(tasks_dir: Path = TASKS_DIR) -> pd.Series:
     return pd.Series([i.split("/")[0] for i in ids], index=pd.Index(ids, name="task_id"))
 
 
+class Clash(ValueError):
+    """Two inputs whose runs share a label, not to be merged unasked: the message names them."""
+
+
 def load(
-    paths: Iterable[Path], suite: pd.Series | None = None, names: Sequence[str] = ()
+    paths: Iterable[Path],
+    suite: pd.Series | None = None,
+    names: Sequence[str] = (),
+    pool: bool = False,
 ) -> pd.DataFrame:
     """Every kbx run folder (``results.jsonl``) and KernelBench-X metrics folder in ``paths``;
-    the i-th of ``names``, where given, is the method of the i-th path's rows."""
+    the i-th of ``names``, where given, labels the i-th path's rows; ``pool``: inputs sharing a
+    label on one GPU are one run (else ``Clash``; on several GPUs they are the hardware spread)."""
     rows: list[dict[str, Any]] = []
+    first: dict[tuple[str, str], Path] = {}  # (label, gpu) -> the input it was first seen in
     for i, path in enumerate(map(Path, paths)):
         if (path / "results.jsonl").exists() or path.name == "results.jsonl":
             got = kbx_rows(path)
         else:
             got = kbx_tree_rows(path)
-        if i < len(names):
-            got = [dict(row, method=names[i]) for row in got]
+        name = names[i] if i < len(names) else None
+        got = [dict(row, method=name or label(row), input=str(path)) for row in got]
+        for key in sorted({(row["method"], row["gpu"]) for row in got}):
+            if key in first and not pool:
+                raise Clash(
+                    f"{first[key]} and {path} are both runs of {key[0]!r} on {key[1]}: give each "
+                    "a --name to compare them, or --pool to count them as one run"
+                )
+            first.setdefault(key, path)
         rows += got
     return complete(pd.DataFrame(rows), suite_tasks() if suite is None else suite)
+
+
+def label(row: Mapping[str, Any]) -> str:
+    """A run's label: its method, and its model where the records name one."""
+    method, model = str(row["method_name"]), str(row["model"])
+    return f"{method} · {model}" if model and model != method else method
 
 
 def kbx_rows(path: Path) -> list[dict[str, Any]]:
@@ -54,9 +79,11 @@ def record_row(rec: Mapping[str, Any], folder: str) -> dict[str, Any]:
     cases = rec.get("cases") or []
     speedup = rec.get("speedup")
     perf_ok = rec.get("verdict") == "passed" and speedup is not None and math.isfinite(speedup)
+    fingerprint = rec.get("fingerprint") or {}
+    started = rec.get("started_at")
     return {
         "task_id": rec["task_id"],
-        "method": str(pick("method") or folder),
+        "method_name": str(pick("method") or folder),
         "model": str(pick("model") or ""),
         "round": int(pick("round") or 0),
         "sample": int(pick("sample") or 0),
@@ -74,7 +101,15 @@ def record_row(rec: Mapping[str, Any], folder: str) -> dict[str, Any]:
         "tflops": max((c.get("achieved_tflops") or 0.0 for c in cases), default=math.nan),
         "sol_score": case_mean(cases, sol) if perf_ok else math.nan,
         "roofline_share": case_mean(cases, roofline_share) if perf_ok else math.nan,
+        "device": str(rec.get("device") or fingerprint.get("device") or ""),
+        "kbx": str(fingerprint.get("kbx") or ""),
+        "date": day(started) if isinstance(started, int | float) else "",
     }
+
+
+def day(epoch_s: float) -> str:
+    """The UTC date of a time stamp, as 2026-12-04."""
+    return time.strftime("%Y-%m-%d", time.gmtime(epoch_s))
 
 
 def sol(case: Mapping[str, Any]) -> float | None:
@@ -136,7 +171,7 @@ def metric_row(key: str, m: Mapping[str, Any], method: str, gpu: str) -> dict[st
     )
     return {
         "task_id": key.removesuffix(".py"),
-        "method": method,
+        "method_name": method,
         "model": "",
         "round": 0,
         "sample": 0,
@@ -150,6 +185,7 @@ def metric_row(key: str, m: Mapping[str, Any], method: str, gpu: str) -> dict[st
         "eager_ms": eager_ms,
         "gbs": number(m.get("gbs")),
         "tflops": number(m.get("tflops")),
+        "device": "cuda",  # the released harness times on a GPU
     }
 
 
@@ -160,15 +196,18 @@ def number(x: Any) -> float:
 
 def complete(rows: pd.DataFrame, suite: pd.Series) -> pd.DataFrame:
     """Every run (method, model, round, sample, gpu) crossed with every suite task; rows the run
-    lacks fail with verdict ``missing``; tasks outside the suite are dropped (``attrs``).
-    A (run, task) present twice keeps its last record."""
+    lacks fail with verdict ``missing`` and are not ``attempted``; tasks outside the suite are
+    dropped (``attrs``).  A (run, task) present twice passes when one of its records passed
+    (``kbx.core.passrate``), else keeps its last record."""
     suite = suite.sort_index()
     rows = empty_table() if rows.empty else rows
     unknown = sorted(set(rows["task_id"]) - set(suite.index))
-    rows = rows[rows["task_id"].isin(suite.index)].drop_duplicates(KEYS, keep="last")
+    rows = rows[rows["task_id"].isin(suite.index)]
+    rows = rows.sort_values("exe_ok", kind="stable").drop_duplicates(KEYS, keep="last")
     runs = rows[KEYS[1:]].drop_duplicates()
     grid = runs.merge(pd.DataFrame({"task_id": suite.index}), how="cross")
     out = grid.merge(rows, on=KEYS, how="left")
+    out["attempted"] = out["verdict"].notna()
     out["verdict"] = out["verdict"].fillna(MISSING)
     for col in ("call_ok", "exe_ok", "perf_ok"):
         out[col] = out[col].astype("boolean").fillna(False).astype(bool)
@@ -189,7 +228,8 @@ def empty_table() -> pd.DataFrame:
     types |= {c: bool for c in ("call_ok", "exe_ok", "perf_ok")}
     types |= {c: float for c in ("speedup", "speedup_low", "speedup_high", "kernel_ms")}
     types |= {c: float for c in ("eager_ms", "gbs", "tflops", "sol_score", "roofline_share")}
-    types |= {c: object for c in ("task_id", "method", "model", "gpu")}
+    types |= {c: object for c in ("task_id", "method", "method_name", "model", "gpu", "input")}
+    types |= {c: object for c in ("device", "kbx", "date")}
     return pd.DataFrame({c: pd.Series(dtype=t) for c, t in types.items()})
 
 

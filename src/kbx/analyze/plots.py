@@ -81,18 +81,27 @@ def _exe(results: AnalysisResults, category: str, method: str) -> float | None:
 
 
 def method_rates(results: AnalysisResults) -> Figure:
-    """Call, exe and fast_1 rates per method as grouped bars with their intervals."""
+    """Call, exe and fast_1 rates per method as grouped bars with their intervals; a rate that
+    is n/a (nothing counted, or fast_1 of an untimed run) is written as n/a, not drawn as 0."""
     fig, ax = _one_axes()
     width = 0.8 / len(RATE_NAMES)
     for k, name in enumerate(RATE_NAMES):
         ivs = [getattr(results.rates[m], name) for m in results.methods]
         xs = [i + (k - 1) * width for i in range(len(results.methods))]
-        errs = list(zip(*(_err(iv) for iv in ivs), strict=True))
-        ax.bar(xs, [iv.value for iv in ivs], width, yerr=errs, capsize=3, label=name)
+        shown = [(x, iv) for x, iv in zip(xs, ivs, strict=True) if iv is not None]
+        errs = list(zip(*(_err(iv) for _, iv in shown), strict=True)) if shown else None
+        heights = [iv.value for _, iv in shown]
+        ax.bar(
+            [x for x, _ in shown], heights, width, yerr=errs, capsize=3, label=name, color=f"C{k}"
+        )
+        for x, iv in zip(xs, ivs, strict=True):
+            if iv is None:
+                ax.text(x, 0.02, "n/a", ha="center", va="bottom", fontsize=7, rotation=90)
     ax.set_xticks(range(len(results.methods)), results.methods, rotation=20, ha="right")
     ax.set_ylim(0, 1.15)  # headroom for the legend above the bars
-    ax.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
-    ax.set_ylabel("share of tasks")
+    ax.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1.0], ["0%", "20%", "40%", "60%", "80%", "100%"])
+    ax.set_ylabel("share of the tasks counted")
+    ax.set_xlabel("run (method · model)")
     ax.legend(ncols=3, loc="upper right", fontsize=8)
     return fig
 

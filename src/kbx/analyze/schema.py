@@ -33,21 +33,23 @@ class Interval(_Frozen):
 
 
 class MethodRates(_Frozen):
-    """One method over the whole suite: call (runs without error), exe (correct), and fast_1
-    (correct and faster than eager) rates, each with its interval."""
+    """One method over the tasks counted (attempted, or the suite): call (runs without error),
+    exe (correct), and fast_1 (correct and faster than eager) rates, each with its interval;
+    None is n/a: nothing counted, or (fast_1) nothing timed."""
 
-    call: Interval
-    exe: Interval
-    fast_1: Interval
+    call: Interval | None
+    exe: Interval | None
+    fast_1: Interval | None
 
 
 class CategoryCell(_Frozen):
-    """One method on one category: the category table's row and the heatmap's cell."""
+    """One method on one category: the category table's row and the heatmap's cell; a rate is
+    None (n/a) where the method attempted no task of the category (fast_1: or timed none)."""
 
-    tasks: int = Field(ge=0)
-    call_rate: Share
-    exe_rate: Share
-    fast_1_rate: Share
+    tasks: int = Field(ge=0)  # tasks counted: attempted (or, over the suite, all)
+    call_rate: Share | None
+    exe_rate: Share | None
+    fast_1_rate: Share | None
     geomean_speedup: Positive | None = None  # None when no candidate was correct
 
 
@@ -94,6 +96,9 @@ class AnalysisResults(_Frozen):
 
     schema_version: Literal[1] = 1
     title: str = "KernelBench-X analysis"
+    subtitle: str = ""  # devices, dates, kbx versions, coverage: kbx.analyze.identity
+    runs: list[str] = []  # one line per run: label, inputs, GPU, dates, kbx, tasks attempted
+    untimed: list[str] = []  # methods with no timed candidate: their speedup figures are n/a
     methods: list[str] = Field(min_length=1)
     categories: list[str] = Field(min_length=1)
     rates: dict[str, MethodRates]  # method -> its suite-wide rates

@@ -82,11 +82,11 @@ def fast_p(
     cols = {f"fast_{p:g}": (frame["perf"] * (frame["speedup"].fillna(0) > p)) for p in grid}
     sure = {f"sure_{p:g}": (frame["perf"] * (low.fillna(0) > p)) for p in grid}
     frame = frame.assign(**cols, **sure)
-    rows = group_rows(rs, frame, by, {k: (k, "one", None) for k in cols | sure})
-    labels = {k: f"correct, timed, speedup > {k[5:]} / suite tasks" for k in cols}
+    rows = group_rows(rs, frame, by, {k: (k, "counted", None) for k in cols | sure})
+    labels = {k: f"correct, timed, speedup > {k[5:]} / tasks counted" for k in cols}
     labels |= {
         k: f"correct, timed, faster than {k[5:]}x with 95% confidence (the speedup interval's "
-        "low end above it; none where runs have no interval) / suite tasks"
+        "low end above it; none where runs have no interval) / tasks counted"
         for k in sure
     }
     return Table(name="fast_p", n=n_tasks(table), labels=labels, rows=rows)
@@ -146,8 +146,11 @@ def at_k(
     hits = {"pass": frame["exe"]} | {
         f"fast_{p:g}": frame["perf"] * (frame["speedup"].fillna(0) > p) for p in grid
     }
+    if "counted" not in frame:
+        frame = frame.assign(counted=1.0)
     per_task = frame.assign(**hits).groupby(["method", "task_id"])
-    counts = per_task[list(hits)].sum().assign(n=per_task.size()).reset_index()
+    counts = per_task[list(hits)].sum().assign(n=per_task.size(), counted=per_task["counted"].max())
+    counts = counts.reset_index()
     rows: list[Row] = []
     for method, part in counts.groupby("method"):
         n = part["n"].to_numpy(int)
@@ -157,10 +160,9 @@ def at_k(
             for k in ks
         }
         part = part.assign(**cols)
-        specs: dict[str, Spec] = {c: (c, "one", None) for c in cols}
+        specs: dict[str, Spec] = {c: (c, "counted", None) for c in cols}
         rows += [
-            Row(group={"method": method}, stats=r.stats)
-            for r in group_rows(rs, part.assign(one=1.0), (), specs)
+            Row(group={"method": method}, stats=r.stats) for r in group_rows(rs, part, (), specs)
         ]
     labels = {
         "pass@k": "P(some of k samples is correct), unbiased; k capped at the samples",

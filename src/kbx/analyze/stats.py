@@ -62,10 +62,13 @@ def outcomes(table: pd.DataFrame, gpu: str | None = None, rounds: str = "final")
 def group_rows(
     rs: Resampler, frame: pd.DataFrame, by: Sequence[str], specs: dict[str, Spec]
 ) -> list[Row]:
-    """For each spec, sum(numerator) / sum(denominator) per group of ``by``, over tasks."""
+    """For each spec, sum(numerator) / sum(denominator) per group of ``by``, over tasks; the
+    denominator ``counted`` is 1 for each row a rate counts (``kbx.analyze.fill.counting``)."""
     if frame.empty:
         return []
     frame = frame.assign(one=1.0)
+    if "counted" not in frame:
+        frame = frame.assign(counted=1.0)
     out: dict[Any, dict[str, Estimate]] = {}
     for name, (num, den, transform) in specs.items():
         d = rs.matrix(frame, den, by)
@@ -109,15 +112,15 @@ def flags(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 RATE_LABELS = {
-    "call": "compile (call) rate: entry ran / suite tasks",
-    "exe": "correctness (exe) rate: correct / suite tasks",
-    "perf": "perf rate: correct and timed / suite tasks",
+    "call": "compile (call) rate: entry ran / tasks counted (attempted, or the suite)",
+    "exe": "correctness (exe) rate: correct / tasks counted (attempted, or the suite)",
+    "perf": "perf rate: correct and timed / tasks counted (attempted, or the suite)",
 }
 
 
 def rates(table: pd.DataFrame, rs: Resampler, by: Sequence[str] = ("method", "round")) -> Table:
     """Call, exe and perf rates per group; samples and GPUs are averaged within a task."""
-    specs: dict[str, Spec] = {k: (k, "one", None) for k in RATE_LABELS}
+    specs: dict[str, Spec] = {k: (k, "counted", None) for k in RATE_LABELS}
     rows = group_rows(rs, flags(table), by, specs)
     return Table(name="rates", n=n_tasks(table), labels=RATE_LABELS, rows=rows)
 
@@ -126,7 +129,7 @@ def category_method(table: pd.DataFrame, rs: Resampler, gpu: str | None = None) 
     """Final exe and call successes / tasks per (category, method), and per category pooled
     over methods (group ``method="all"``; its denominator is tasks x methods)."""
     frame = flags(outcomes(table, gpu))
-    specs: dict[str, Spec] = {"exe": ("exe", "one", None), "call": ("call", "one", None)}
+    specs: dict[str, Spec] = {"exe": ("exe", "counted", None), "call": ("call", "counted", None)}
     rows = group_rows(rs, frame, ("category", "method"), specs)
     for row in group_rows(rs, frame, ("category",), specs):
         rows.append(Row(group=row.group | {"method": "all"}, stats=row.stats))
@@ -138,11 +141,15 @@ def solved(table: pd.DataFrame, rs: Resampler, gpu: str | None = None) -> Table:
     """Per category (and ``category="all"``): the share of tasks no method solves, some method
     solves, and every method solves (final exe outcome)."""
     frame = outcomes(table, gpu)
-    per_task = frame.groupby(["task_id", "category"])["exe_ok"].agg(["any", "all"]).reset_index()
-    per_task = per_task.assign(none=(~per_task["any"]).astype(float), all_=per_task["all"] * 1.0)
+    if "counted" not in frame:
+        frame = frame.assign(counted=1.0)
+    groups = frame.groupby(["task_id", "category"])
+    per_task = groups["exe_ok"].agg(["any", "all"]).join(groups["counted"].max()).reset_index()
+    counted = per_task["counted"].to_numpy(float)  # a task no run attempted is not counted
+    per_task = per_task.assign(none=(~per_task["any"]) * counted, all_=per_task["all"] * counted)
     per_task["any"] = per_task["any"].astype(float)
     specs: dict[str, Spec] = {
-        k: (c, "one", None)
+        k: (c, "counted", None)
         for k, c in (("all_fail", "none"), ("solved_by_any", "any"), ("solved_by_all", "all_"))
     }
     rows = group_rows(rs, per_task, ("category",), specs)
@@ -161,7 +168,7 @@ def quantization(table: pd.DataFrame, rs: Resampler, gpu: str | None = None) -> 
     """Final correct kernels / (quantization tasks x methods), pooled and per method."""
     frame = flags(outcomes(table, gpu))
     frame = frame[frame["quant"].astype(bool)]
-    specs: dict[str, Spec] = {"exe": ("exe", "one", None), "call": ("call", "one", None)}
+    specs: dict[str, Spec] = {"exe": ("exe", "counted", None), "call": ("call", "counted", None)}
     rows = [Row(group={"method": "all"}, stats=r.stats) for r in group_rows(rs, frame, (), specs)]
     rows += group_rows(rs, frame, ("method",), specs)
     labels = {"exe": "correct / (quantization tasks x methods)", "call": "compiled / same"}

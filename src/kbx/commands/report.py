@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from kbx.core import passrate
 from kbx.core.result import geometric_mean
 from kbx.run.store import Store, bench_unchecked
 
@@ -65,57 +66,82 @@ def read_store(db: Path) -> list[dict[str, Any]]:
 
 
 def category_table(records: list[dict[str, Any]], title: str = "") -> Table:
-    """One row per category: candidates, passed, pass rate, speedup, and the other verdicts."""
+    """One row per category: candidates, tasks attempted and passed, the pass rate
+    (``kbx.core.passrate``), speedups and the other verdicts; candidates that name no task of the
+    suite in a row of their own, left out of ``all``; the caption says n of the suite."""
     by_cat: dict[str, Counter[str]] = defaultdict(Counter)
     speed: dict[str, list[float]] = defaultdict(list)
     vs_compile: dict[str, list[float]] = defaultdict(list)
     for r in records:
-        cat = r["task_id"].split("/")[0] if "/" in r["task_id"] else "(unknown)"
+        cat = r["task_id"].split("/")[0] if passrate.is_task(r) else NOT_TASKS
         by_cat[cat][r["verdict"]] += 1
         if r["verdict"] == "passed" and r.get("speedup"):
             speed[cat].append(r["speedup"])
         if r["verdict"] == "passed" and r.get("speedup_compile"):
             vs_compile[cat].append(r["speedup_compile"])
-    table = Table(title=title or None)
-    for col, justify in (
-        ("category", "left"),
-        ("candidates", "right"),
-        ("passed", "right"),
-        ("pass %", "right"),
-        ("vs eager", "right"),
-        ("vs compile", "right"),
-        ("other verdicts", "left"),
-    ):
+    tasks = task_counts(records)
+    table = Table(
+        title=title or None, caption=passrate.tally(records, passrate.suite_size()).line()
+    )
+    for col, justify in COLUMNS:
         table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
     total: Counter[str] = Counter()
-    for cat in sorted(by_cat):
-        total.update(by_cat[cat])
+    for cat in sorted(by_cat, key=lambda c: (c == NOT_TASKS, c)):
+        total.update(by_cat[cat] if cat != NOT_TASKS else {})
         table.add_row(
             cat,
-            *row_cells(by_cat[cat]),
+            str(sum(by_cat[cat].values())),
+            *rate_cells(tasks.get(cat)),
             speed_cell(speed[cat]),
             speed_cell(vs_compile[cat]),
             others(by_cat[cat]),
         )
+    everything = (sum(t for t, _ in tasks.values()), sum(p for _, p in tasks.values()))
     table.add_row(
         "all",
-        *row_cells(total),
-        speed_cell(flat(speed)),
-        speed_cell(flat(vs_compile)),
+        str(sum(total.values())),
+        *rate_cells(everything),
+        speed_cell(flat({k: v for k, v in speed.items() if k != NOT_TASKS})),
+        speed_cell(flat({k: v for k, v in vs_compile.items() if k != NOT_TASKS})),
         others(total),
         style="bold",
     )
     return table
 
 
+COLUMNS = (
+    ("category", "left"),
+    ("candidates", "right"),
+    ("tasks", "right"),
+    ("passed", "right"),
+    ("pass %", "right"),
+    ("vs eager", "right"),
+    ("vs compile", "right"),
+    ("other verdicts", "left"),
+)
+NOT_TASKS = "(no task)"  # the row of candidates that name no task of the suite
+
+
+def task_counts(records: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
+    """Per category, tasks attempted and passed, as ``kbx.core.passrate`` counts them."""
+    out: dict[str, tuple[int, int]] = {}
+    for cat in sorted({r["task_id"].split("/")[0] for r in passrate.final(records)}):
+        mine = [r for r in records if passrate.is_task(r) and r["task_id"].startswith(cat + "/")]
+        tally = passrate.tally(mine, 0)
+        out[cat] = (tally.attempted, tally.passed)
+    return out
+
+
 def flat(groups: dict[str, list[float]]) -> list[float]:
     return [v for values in groups.values() for v in values]
 
 
-def row_cells(counts: Counter[str]) -> list[str]:
-    n = sum(counts.values())
-    rate = f"{100 * counts['passed'] / n:.0f}" if n else "-"
-    return [str(n), str(counts["passed"]), rate]
+def rate_cells(counts: tuple[int, int] | None) -> list[str]:
+    """Tasks attempted, passed, and the pass rate; n/a where none was attempted."""
+    if not counts:
+        return ["-", "-", "n/a"]
+    attempted, passed = counts
+    return [str(attempted), str(passed), f"{100 * passed / attempted:.0f}" if attempted else "n/a"]
 
 
 def others(counts: Counter[str], shown: int = OTHERS_SHOWN) -> str:

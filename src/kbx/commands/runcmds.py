@@ -16,6 +16,9 @@ from typing import Any
 from rich.text import Text
 
 from kbx.commands.terminal import console, fail, progress_bar, tasks_problem
+from kbx.suite.verdict import Verdict
+
+NOT_TASKS = (Verdict.UNKNOWN_TASK, Verdict.UNREADABLE)  # candidates that name no suite task
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -37,7 +40,7 @@ def evaluate_source(args: argparse.Namespace, out: Path) -> int:
     if problem := device_problem(device):
         return fail(problem)
     source = Path(args.source)
-    if problem := source_problem(source, args.tasks):
+    if problem := source_problem(source, args.tasks, args.task):
         return fail(problem)
     if args.require_sandbox and (problem := sandbox_problem()):
         return fail(problem)
@@ -62,21 +65,22 @@ def evaluate_source(args: argparse.Namespace, out: Path) -> int:
         backend=backend,
     )
     with ev:  # a Ctrl-C closes it with its children killed (``Scheduler.close``)
-        summary = run_with_progress(source, out, ev, args.tasks)
+        summary = run_with_progress(source, out, ev, args.tasks, args.task)
     return print_run(source, out, device, summary)
 
 
-def interrupted(out: Path, same_command: bool, wait_s: float = 2.0) -> int:
+def interrupted(out: Path, same_command: bool, wait_s: float = 2.0, hint: str | None = None) -> int:
     """After a Ctrl-C, once the Evaluator has closed (its children killed, the results exported):
     the one-line hint, and 130, a Ctrl-C's exit code.  SIGINT is ignored meanwhile: a second
     Ctrl-C would print a traceback over the hint.  A job thread still judging a child that
     finished just before the Ctrl-C would keep the interpreter alive until it is done: after
     ``wait_s`` the process ends at once instead (``os._exit``, its output flushed), as that
-    thread's result is dropped anyway."""
+    thread's result is dropped anyway.  ``hint`` replaces the line for commands whose run folder
+    holds no store (``kbx generate``, ``kbx run``)."""
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        hint = Text(resume_hint(out, same_command), style="yellow")
-        console.print(hint, soft_wrap=True)  # one line, however long
+        line = Text(hint or resume_hint(out, same_command), style="yellow")
+        console.print(line, soft_wrap=True)  # one line, however long
         end = time.monotonic() + wait_s
         others = [t for t in threading.enumerate() if t is not threading.current_thread()]
         for thread in (t for t in others if not t.daemon):
@@ -100,7 +104,9 @@ def resume_hint(out: Path, same_command: bool) -> str:
     return f"{done}; add --out {out} to resume"  # the default folder: named for the time
 
 
-def run_with_progress(source: Path, out: Path, ev: Any, pattern: str | None) -> dict[str, Any]:
+def run_with_progress(
+    source: Path, out: Path, ev: Any, pattern: str | None, task: str | None = None
+) -> dict[str, Any]:
     """``run_eval`` with a progress bar: one line per result in logs and pipes."""
     from kbx.run.plan import RunPlan, run_eval
 
@@ -123,6 +129,7 @@ def run_with_progress(source: Path, out: Path, ev: Any, pattern: str | None) -> 
             on_start=started,
             on_result=lambda r: bar.update(progress, advance=1, last=f"{r.task_id}: {r.verdict}"),
             on_baseline=baseline,
+            task=task,
         )
 
 
@@ -142,23 +149,41 @@ def print_run(source: Path, out: Path, device: str, summary: dict[str, Any]) -> 
     return 0
 
 
-def source_problem(source: Path, pattern: str | None) -> str | None:
-    """Why a run of ``source`` (``--tasks pattern``) would evaluate nothing, or None."""
+def source_problem(source: Path, pattern: str | None, task: str | None = None) -> str | None:
+    """Why a run of ``source`` (``--tasks pattern``, ``--task task``) would evaluate nothing, or
+    would judge no task of the suite, or None."""
     from kbx.core.candidate import read_source
     from kbx.run.plan import keep
 
     if not source.exists():
         return f"{source}: no such file or folder"
-    if problem := tasks_problem(pattern):
+    if problem := tasks_problem(pattern) or task_problem(source, task):
         return problem
     try:
-        candidates = read_source(source)
+        candidates = read_source(source, task)
     except ValueError as exc:  # neither a folder, a .py nor a .jsonl
         return str(exc)
     if not candidates:
         return f"no candidates in {source} (a folder of <Category>/<name>.py, a .py or a .jsonl)"
     if not any(keep(c, pattern) for c in candidates):
         return f"no candidate in {source} is for a task of --tasks {pattern!r}"
+    why = [c.problem[1] for c in candidates if c.problem and c.problem[0] in NOT_TASKS]
+    if len(why) == len(candidates):
+        lone = "; name it with --task ID" if source.suffix == ".py" else ""
+        return f"no candidate in {source} names a task of the suite ({why[0]}){lone}"
+    return None
+
+
+def task_problem(source: Path, task: str | None) -> str | None:
+    """Why ``--task`` cannot name the task of ``source``, or None."""
+    from kbx.suite import find
+
+    if task is None:
+        return None
+    if source.suffix != ".py" or source.is_dir():
+        return f"--task names the task of a lone .py file, not of {source}"
+    if find(task) is None:
+        return f"--task {task!r}: no such task (ids look like Math/rsqrt; `kbx tasks` lists them)"
     return None
 
 

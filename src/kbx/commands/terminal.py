@@ -18,7 +18,7 @@ from rich.progress import (
 from rich.text import Text
 
 console = Console()
-PIPE_WIDTH = 160  # columns of tables in logs and pipes, where rich would lay them out for 80
+PIPE_WIDTH = 180  # columns of tables in logs and pipes, where rich would lay them out for 80
 
 
 def fail(message: str, code: int = 2) -> int:

@@ -120,14 +120,16 @@ def broken(source: str, task_id: str, verdict: Verdict, message: str) -> Candida
     return Candidate(source, task_id, "", (verdict, f"{source}: {message}"))
 
 
-def read_source(path: Path) -> list[Candidate]:
+def read_source(path: Path, task: str | None = None) -> list[Candidate]:
+    """The candidates of a folder, a ``.py`` or a JSONL; ``task`` names the task of a lone
+    ``.py`` whose file name does not."""
     if path.is_dir():
         files = sorted(p for p in path.rglob("*.py") if "__pycache__" not in p.parts)
         return [read_py(p, path) for p in files]
     if path.suffix == ".jsonl":
         return list(read_jsonl(path))
     if path.suffix == ".py":
-        return [read_py(path, path.parent)]
+        return [read_py(path, path.parent, task)]
     raise ValueError(f"{path}: expected a folder, a .py file or a .jsonl file")
 
 
@@ -146,13 +148,15 @@ def printable(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def read_py(path: Path, root: Path) -> Candidate:
+def read_py(path: Path, root: Path, task: str | None = None) -> Candidate:
     if not encodable(str(path)):
         return broken(printable(str(path)), "?", Verdict.UNREADABLE, "file name is not UTF-8")
     rel = path.relative_to(root) if path != root else Path(path.name)
     parts = rel.with_suffix("").parts
     task_name = "/".join(parts[-2:]) if len(parts) >= 2 else parts[-1]
-    if find(task_name) is None:
+    if task is not None:
+        task_name = task
+    elif find(task_name) is None:
         task_name = parts[-1]
     try:
         text = path.read_bytes().decode("utf-8")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import time
 from collections.abc import Sequence
@@ -232,8 +233,18 @@ def describe(exc: Exception) -> str:
     if isinstance(exc, openai.APITimeoutError):
         return "the request timed out"
     if isinstance(exc, openai.APIConnectionError):
-        cause = exc.__cause__
-        return f"connection failed: {type(cause).__name__ if cause else exc}"
+        return f"connection failed: {root_cause(exc)[:200]}"
     if isinstance(exc, json.JSONDecodeError):
         return f"the reply is not JSON ({exc.msg})"
     return f"{type(exc).__name__}: {str(exc)[:200]}"
+
+
+def root_cause(exc: BaseException) -> str:
+    """The deepest cause of a failed connection, as a person reads it (``Connection refused``,
+    not httpx's ``All connection attempts failed``)."""
+    seen: BaseException = exc
+    while (deeper := seen.__cause__ or seen.__context__) is not None:
+        seen = deeper
+    if isinstance(seen, OSError) and seen.errno:
+        return os.strerror(seen.errno)
+    return str(seen) or type(seen).__name__

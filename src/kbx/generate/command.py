@@ -1,19 +1,27 @@
 """``kbx generate`` and ``kbx run``: the parsers, and the commands that read flags, the
-environment and a TOML file into a ``RunConfig``, run the method with a progress bar, and (for
-``kbx run``) evaluate the final round and write the analysis.  A Ctrl-C stops cleanly; the same
-command resumes from the cache."""
+environment and a TOML file into a ``RunConfig``, probe the endpoint, run the method with a
+progress bar, and (for ``kbx run``) evaluate the final round and write the analysis.  They fail
+loudly: no endpoint or a dead one stops them before the first task (exit 2), calls that failed
+after their retries are tabled and end them with exit 1 unless partial runs are accepted.  A
+Ctrl-C stops them within a second or two (exit 130); the same command resumes from the cache."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
+import signal
+import sys
+import threading
 import tomllib
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
+from rich.table import Table as RichTable
+from rich.text import Text
 
 from kbx.commands.terminal import console, fail, progress_bar, tasks_problem
 from kbx.generate.config import PRESETS, ClientConfig, Price, RunConfig, preset
@@ -59,6 +67,12 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", choices=("cuda", "cpu"), help="where the evaluator runs")
     p.add_argument("--config", metavar="FILE", help="TOML: [method], [client], [prices.MODEL]")
     p.add_argument("--cache", metavar="FILE", help="response cache (default DIR/cache.sqlite)")
+    p.add_argument(
+        "--accept-partial",
+        action="store_true",
+        help="go on (exit 0; kbx run: evaluate and analyze) although some calls failed after "
+        "their retries (default: exit 1; the same command again retries them)",
+    )
 
 
 def load_toml(path: str | None) -> dict[str, Any]:
@@ -116,12 +130,27 @@ def guarded(args: argparse.Namespace, evaluate_final: bool) -> int:
             raise
         return fail(f"kbx {args.command} needs {exc.name}: pip install 'kernelbench-x[generate]'")
     except KeyboardInterrupt:
-        console.print(
-            f"[yellow]interrupted: replies so far are cached in {args.out}; run the same "
-            "command again to resume[/yellow]",
-            soft_wrap=True,
+        from kbx.commands.runcmds import interrupted
+
+        hint = (
+            f"interrupted: replies so far are cached in {args.out}; run the same command again "
+            "to resume"
         )
-        return 130
+        code = interrupted(Path(args.out), True, wait_s=INTERRUPT_WAIT_S, hint=hint)
+        if any(t.is_alive() for t in threading.enumerate() if t is not threading.main_thread()):
+            # a job thread started by the judge's daemon thread is a daemon too, yet the
+            # interpreter's exit joins every pool worker: that wait is what hung a stopped run
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        return code
+
+
+INTERRUPT_WAIT_S = 0.5  # after a Ctrl-C, what a thread still busy gets before the process ends
+NO_ENDPOINT = (
+    "no endpoint: give --base-url URL, set OPENAI_BASE_URL, or [client] base_url in --config "
+    "(docs/design/generate.md has vLLM, SGLang, DeepSeek and OpenRouter)"
+)
 
 
 def start(args: argparse.Namespace, evaluate_final: bool) -> int:
@@ -139,18 +168,94 @@ def start(args: argparse.Namespace, evaluate_final: bool) -> int:
     except ValueError as exc:
         return fail(str(exc))
     out = Path(args.out)
+    if problem := endpoint_problem(run, args, out):
+        return fail(problem)
     ev = Evaluator(device, run_dir=out / "loop")
     try:
         manifest = generate_with_progress(run, out, select(args.tasks), ev, args)
     except BaseException:
-        ev.close(cancel=True)  # a Ctrl-C: its children killed, queued candidates dropped
+        close_soon(ev)  # a Ctrl-C: its children killed, queued candidates dropped
         raise
     ev.close()
     final = Path(manifest["rounds"][-1])
+    failed = print_calls(manifest, run)
     console.print(f"{run.method.preset}: {len(manifest['tasks'])} tasks; outputs in {out}")
+    if failed and not args.accept_partial:
+        return fail(
+            f"{failed} calls failed after their retries (the table above): run the same command "
+            "again to retry them, the replies so far are cached; --accept-partial goes on",
+            code=1,
+        )
     if evaluate_final:
-        return evaluate_and_analyze(final, out, device, manifest, args.bootstrap)
+        return evaluate_and_analyze(final, out, device, manifest, args.bootstrap, run)
     return 0
+
+
+def close_soon(ev: Any) -> None:
+    """Close the Evaluator after a Ctrl-C, waiting at most CLOSE_S: a job thread that had not
+    yet forked its candidate's child (the fork server still starting) would hold the close for
+    seconds.  Past that, this process's children (fork servers and their process groups) are
+    killed, and what is left ends with the process (``runcmds.interrupted``)."""
+    closer = threading.Thread(target=ev.close, kwargs={"cancel": True}, daemon=True)
+    closer.start()
+    closer.join(CLOSE_S)
+    if closer.is_alive():  # a fork server still starting ends only once it is ready: kill it
+        from kbx.run.scheduler import parents
+
+        me = os.getpid()
+        for pid in [p for p, parent in parents().items() if parent == me]:
+            for kill in (os.killpg, os.kill):  # each leads a session of its own, or not yet
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    kill(pid, signal.SIGKILL)
+
+
+CLOSE_S = 1.0
+
+
+def endpoint_problem(run: RunConfig, args: argparse.Namespace, out: Path) -> str | None:
+    """Why the run's endpoint cannot serve it (none given, dead, key refused, model unknown),
+    or None.  A resumed run whose cache holds replies goes on without the endpoint, saying so:
+    a finished run replays with no network, and calls still missing fail and are counted."""
+    from kbx.generate.probe import probe
+
+    if run.client.base_url is None:
+        return NO_ENDPOINT
+    problem = asyncio.run(probe(run.client, os.environ.get(args.api_key_env)))
+    cache = Path(args.cache) if args.cache else out / "cache.sqlite"
+    if problem and cache.exists():
+        console.print(Text(f"{problem}; going on with the replies in {cache}", style="yellow"))
+        return None
+    return problem
+
+
+def print_calls(manifest: dict[str, Any], run: RunConfig) -> int:
+    """The calls, tokens and cost in a line, and a table of the tasks whose calls failed after
+    their retries; returns how many calls failed."""
+    total, tasks = manifest["cost"]["total"], manifest["cost"]["tasks"]
+    console.print(
+        f"{total['calls']} calls ({total['cached_calls']} from the cache, {total['failed_calls']} "
+        f"failed), {total['tokens_in'] + total['tokens_out']} tokens, "
+        f"{money(run, total['usd'])}",
+        highlight=False,
+        markup=False,
+    )
+    failed = {t: c for t, c in tasks.items() if c["failed_calls"]}
+    if failed:
+        table = RichTable(title="calls that failed after their retries")
+        for col in ("task", "calls", "failed", "last error"):
+            table.add_column(col, overflow="fold")
+        for task, cost in failed.items():
+            why = manifest["errors"].get(task, "")
+            table.add_row(task, str(cost["calls"]), str(cost["failed_calls"]), why)
+        console.print(table)
+    return int(total["failed_calls"])
+
+
+def money(run: RunConfig, usd: float) -> str:
+    """Dollars, or "unpriced" where no price is configured for the model (never $0)."""
+    if run.client.model in run.prices or "*" in run.prices:
+        return f"${usd:.4f}"
+    return "unpriced (no [prices] for the model in --config)"
 
 
 def generate_with_progress(
@@ -169,13 +274,18 @@ def generate_with_progress(
             generate(
                 plan,
                 on_step=lambda task, what: bar.update(progress, last=f"{task}: {what}"),
-                on_done=lambda task: bar.update(progress, advance=1, last=f"{task}: done"),
+                on_done=lambda task, what: bar.update(progress, advance=1, last=f"{task}: {what}"),
             )
         )
 
 
 def evaluate_and_analyze(
-    final: Path, out: Path, device: str, manifest: dict[str, Any], bootstrap: int
+    final: Path,
+    out: Path,
+    device: str,
+    manifest: dict[str, Any],
+    bootstrap: int,
+    run: RunConfig,
 ) -> int:
     """A fresh kbx evaluation of the final round, the analysis, and the cost per solved task."""
     from kbx.commands.runcmds import run_with_progress
@@ -186,19 +296,22 @@ def evaluate_and_analyze(
     records = [json.loads(x) for x in (out / "eval" / "results.jsonl").read_text().splitlines()]
     solved = sum(r["verdict"] == "passed" for r in records)
     total = manifest["cost"]["total"]
+    priced = not money(run, 0.0).startswith("unpriced")
     manifest["final"] = {
         "round_file": str(final),
         "solved": solved,
         "tasks": len(records),
-        "usd_per_solved": total["usd"] / solved if solved else None,
+        "usd_per_solved": total["usd"] / solved if solved and priced else None,
         "tokens_per_solved": (total["tokens_in"] + total["tokens_out"]) / solved
         if solved
         else None,
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n")
     console.print(
-        f"solved {solved}/{len(records)}; ${total['usd']:.4f} and "
-        f"{total['tokens_in'] + total['tokens_out']} tokens in all"
+        f"solved {solved}/{len(records)}; {money(run, total['usd'])} and "
+        f"{total['tokens_in'] + total['tokens_out']} tokens in all",
+        highlight=False,
+        markup=False,
     )
     try:
         from kbx.analyze.command import analyze

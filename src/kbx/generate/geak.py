@@ -156,8 +156,10 @@ class Geak:
         state, picks = State(), []
         for r in range(self.cfg.rounds):
             mode = choose_mode(state, r, self.cfg)
-            self.session.step(task.id, f"round {r + 1}/{self.cfg.rounds} {mode}")
-            self.session.note(task.id, "mode", round=r, mode=mode, pool=len(state.pool))
+            shown = "optimize" if mode == "fresh" and state.pool else mode  # fresh, guided by it
+            self.session.enter(task.id, r, shown)
+            self.session.step(task.id, f"round {r + 1}/{self.cfg.rounds} {shown}")
+            self.session.note(task.id, "mode", round=r, mode=shown, pool=len(state.pool))
             if mode == "fresh":
                 state.current, state.debug_count = [], 0
                 fresh = await self.fresh(task, state, r)

@@ -7,9 +7,10 @@ twice.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -67,12 +68,9 @@ class Judge:
         self.evaluate = evaluate
         self.device = device
         self.cache = cache
-        # not the loop's default executor, which asyncio.run waits for: after a Ctrl-C the
-        # command closes the Evaluator, and a thread still in ``evaluate`` then ends at once
-        self.pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kbx-judge")
 
     def close(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        """Nothing to end: each batch's thread is a daemon (``in_thread``)."""
 
     def key(self, candidate: Candidate) -> str:
         return digest({"task": candidate.task_id, "code": candidate.sha256, "device": self.device})
@@ -88,10 +86,36 @@ class Judge:
         todo = [i for i in range(len(candidates)) if i not in known]
         if todo:
             batch = [candidates[i] for i in todo]
-            loop = asyncio.get_running_loop()
-            results = await loop.run_in_executor(self.pool, self.evaluate, batch)
+            results = await in_thread(self.evaluate, batch)
             for i, result in zip(todo, results, strict=True):
                 known[i] = outcome_of(result, candidates[i].code)
                 if self.cache:
                     self.cache.put_outcome(self.key(candidates[i]), known[i].model_dump())
         return [known[i] for i in range(len(candidates))]
+
+
+async def in_thread(fn: EvaluateFn, batch: list[Candidate]) -> list[Result]:
+    """``fn(batch)`` in a daemon thread of its own.  After a Ctrl-C the command closes the
+    Evaluator and exits; a thread still inside ``fn`` then neither holds the process open (a
+    pool's workers are joined at exit: the hang of a stopped ``kbx run``) nor reports back."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[list[Result]] = loop.create_future()
+
+    def settle(result: list[Result] | None, error: BaseException | None) -> None:
+        if done.done():  # cancelled meanwhile
+            return
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(result or [])
+
+    def run() -> None:
+        try:
+            result, error = fn(batch), None
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
+            result, error = None, exc
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=run, daemon=True, name="kbx-judge").start()
+    return await done

@@ -116,6 +116,7 @@ class KernelAgent:
         workers = await self.seeds(task, test)
         winner, stopped = None, self.cfg.rounds
         for r in range(self.cfg.rounds):
+            self.session.enter(task.id, r)
             self.session.step(task.id, f"round {r + 1}/{self.cfg.rounds}")
             await asyncio.gather(*(self.step(task, test, w, r) for w in workers if not w.passed))
             if winners := [w for w in workers if w.passed]:

@@ -27,6 +27,7 @@ from kbx.generate.judge import EvaluateFn, Judge
 from kbx.generate.kernelagent import KernelAgent, TestRunner, run_test
 from kbx.generate.outputs import Pick, Trace, write_manifest, write_rounds
 from kbx.generate.session import OnStep, Session
+from kbx.gpu.hardware import fingerprint
 from kbx.suite.task import Task
 
 TaskFn = Callable[[Task], Awaitable[list[Pick]]]
@@ -66,9 +67,10 @@ def task_fn(
 
 
 async def generate(
-    plan: Plan, on_step: OnStep | None = None, on_done: Callable[[str], None] | None = None
+    plan: Plan, on_step: OnStep | None = None, on_done: Callable[[str, str], None] | None = None
 ) -> dict[str, Any]:
-    """Runs the method over the plan's tasks; returns the manifest written to OUT."""
+    """Runs the method over the plan's tasks; returns the manifest written to OUT.  ``on_done``
+    gets each finished task and what happened to it (``Session.report``)."""
     started = time.time()
     gc.freeze()  # torch and the suite live as long as the run: no collection rescans them
     run, out = plan.run, plan.out
@@ -89,7 +91,7 @@ async def generate(
         async with slots:
             picks = await fn(task)
         if on_done:
-            on_done(task.id)
+            on_done(task.id, session.report(task.id))
         return picks
 
     try:
@@ -105,6 +107,10 @@ async def generate(
         "kbx_version": __version__,
         "command": sys.argv,
         "method": name,
+        "model": run.client.model,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "device": run.device,
+        "gpu": fingerprint(run.device).get("gpu"),
         "config": run.model_dump(mode="json"),
         "api_key_set": bool(plan.api_key),
         "tasks": [t.id for t in plan.tasks],
@@ -113,6 +119,8 @@ async def generate(
         "cache": str(plan.cache or out / "cache.sqlite"),
         "most_requests_in_flight": llm.most_in_flight,
         "cost": ledger.summary(run.device),
+        "errors": dict(sorted(session.errors.items())),  # task -> its last failed call's why
+        "modes": dict(sorted(session.modes.items())),  # task -> GEAK's mode per round
         "started_at": started,
         "wall_s": round(time.time() - started, 3),
     }

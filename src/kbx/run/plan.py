@@ -33,8 +33,8 @@ class RunPlan:
     suite_size: int
 
 
-def plan_run(source: Path, store: Store, pattern: str | None) -> RunPlan:
-    candidates = [c for c in read_source(source) if keep(c, pattern)]
+def plan_run(source: Path, store: Store, pattern: str | None, task: str | None = None) -> RunPlan:
+    candidates = [c for c in read_source(source, task) if keep(c, pattern)]
     done = store.keys()
     todo = [c for c in candidates if c.key not in done]
     return RunPlan(candidates, todo, len(select(pattern)))
@@ -64,13 +64,15 @@ def run_eval(
     on_start: Callable[[RunPlan], None] | None = None,
     on_result: Callable[[Result], None] | None = None,
     on_baseline: OnBaseline | None = None,
+    task: str | None = None,
 ) -> dict[str, Any]:
-    """Evaluate ``source`` into ``out_dir`` with ``ev``; the run's summary."""
+    """Evaluate ``source`` into ``out_dir`` with ``ev``; the run's summary.  ``task``: the task
+    of a lone ``.py`` (``kbx eval FILE.py --task ID``)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "config.json").write_text(json.dumps(ev.config.record(), indent=2) + "\n")
     store = Store(out_dir / "kbx.sqlite")
     try:
-        plan = plan_run(source, store, pattern)
+        plan = plan_run(source, store, pattern, task)
         if on_start:
             on_start(plan)
         timed = ev.config.timed

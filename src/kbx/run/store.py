@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from kbx.core import passrate
 from kbx.suite.verdict import Verdict
 
 SCHEMA = """
@@ -72,27 +73,31 @@ class Store:
 
 
 def summarize(records: list[dict[str, Any]], suite_size: int) -> dict[str, Any]:
-    """Counts per verdict over candidates; rates over the tasks evaluated (best verdict per task).
+    """Counts per verdict over candidates; the pass rate over the tasks attempted
+    (``kbx.core.passrate``: unreadable lines and unknown tasks are counted apart, in ``not_tasks``).
 
     ``suite_pass_rate`` divides by the number of suite tasks selected for the run, so tasks a
     submission left out count as failures (KernelBench-X divided by the files submitted).
     """
     counts = Counter(r["verdict"] for r in records)
     best: dict[str, str] = {}
-    for r in records:
+    for r in passrate.final(records):
         if best.get(r["task_id"]) != Verdict.PASSED:
             best[r["task_id"]] = r["verdict"]
     per_task = Counter(best.values())
-    n_tasks = len(best)
+    tally = passrate.tally(records, passrate.suite_size())
     speedups = [r["speedup"] for r in records if r["verdict"] == "passed" and r.get("speedup")]
     return {
         "candidates": len(records),
-        "tasks_evaluated": n_tasks,
+        "tasks_attempted": tally.attempted,
+        "tasks_passed": tally.passed,
         "tasks_selected": suite_size,
+        "tasks_in_suite": tally.suite,
+        "not_tasks": tally.apart,
         "counts": dict(sorted(counts.items())),
-        "rates": {v: per_task[v] / n_tasks for v in sorted(per_task)} if n_tasks else {},
-        "pass_rate": per_task[Verdict.PASSED] / n_tasks if n_tasks else 0.0,
-        "suite_pass_rate": per_task[Verdict.PASSED] / suite_size if suite_size else 0.0,
+        "rates": {v: per_task[v] / len(best) for v in sorted(per_task)} if best else {},
+        "pass_rate": tally.rate(),
+        "suite_pass_rate": tally.passed / suite_size if suite_size else None,
         "harness_errors": counts.get(Verdict.HARNESS_ERROR, 0),
         "passed_with_speedup": len(speedups),
         "faster_than_eager": sum(1 for s in speedups if s > 1.0),

@@ -49,6 +49,9 @@ def settings(cfg: EvalConfig) -> ChildConfig:
     )
 
 
+# torch's profiler (kineto) prints "USDT: ... profiler_start/stop" to stderr at each session, at
+# every level below this one (its levels end at 5, USDT): the children's profile every candidate
+QUIET_KINETO = "6"
 ENV_KEEP = (
     "PATH",
     "LANG",
@@ -80,6 +83,7 @@ def child_env(workdir: Path, cfg: ChildConfig) -> dict[str, str]:
         # autotuning results go to that cache too: a kernel seen before (another candidate's,
         # or the same one in an earlier run sharing the cache) is not benchmarked again
         TRITON_CACHE_AUTOTUNING="1",
+        KINETO_LOG_LEVEL=QUIET_KINETO,
     )
     if cfg.gpu is not None:  # the child sees only its GPU, as cuda:0
         env["CUDA_VISIBLE_DEVICES"] = visible_gpu(cfg.gpu)

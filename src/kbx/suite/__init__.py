@@ -54,11 +54,11 @@ def load_errors() -> dict[str, str]:
 
 def select(pattern: str | None = None, category: str | None = None) -> list[Task]:
     """Tasks whose id matches ``pattern`` (globs, comma-separated: ``Math/*,Loss/*``) and
-    ``category`` (in any case: ``fusion`` is ``Fusion``)."""
-    globs = [g.strip() for g in pattern.split(",") if g.strip()] if pattern else []
+    ``category``, both in any case (``fusion`` is ``Fusion``, ``math/RSQRT`` is ``Math/rsqrt``)."""
+    globs = [g.strip().casefold() for g in pattern.split(",") if g.strip()] if pattern else []
     out = []
     for task in load_suite().values():
-        if globs and not any(fnmatch.fnmatchcase(task.id, g) for g in globs):
+        if globs and not any(fnmatch.fnmatchcase(task.id.casefold(), g) for g in globs):
             continue
         if category and task.category.casefold() != category.casefold():
             continue
