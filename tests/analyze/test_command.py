@@ -13,7 +13,7 @@ from kbx.analyze.command import OUTPUTS
 from kbx.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-GPU_RUN = ROOT / "docs" / "validation" / "reference-h200.jsonl"
+GPU_RUN = ROOT / "benchmarks" / "results" / "reference-h200.jsonl"
 
 
 def record(task, ok, speedup, gpu="NVIDIA H200", **meta):

@@ -107,8 +107,8 @@ def test_the_child_gets_absolute_paths_for_a_relative_run_folder(tmp_path, monke
     monkeypatch.chdir(tmp_path)
     cfg = EvalConfig(device="cuda", run_dir=Path("runs/x")).tuned(triton_cache=Path("tc"))
     sandbox = settings(cfg)
-    assert sandbox.lock_path == tmp_path / "runs/x/gpu0.lock"
-    assert sandbox.cache_dir == tmp_path / "tc"
+    assert sandbox.lock == str(tmp_path / "runs/x/gpu0.lock")
+    assert sandbox.triton_cache == tmp_path / "tc"
 
 
 def test_a_result_times_the_steps_before_its_child_starts(monkeypatch):

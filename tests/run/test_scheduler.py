@@ -254,7 +254,8 @@ def test_the_baselines_stage_measures_as_many_tasks_at_once_as_it_is_told(monkey
     most: list[list[int | None]] = [[]]
     changed = threading.Condition()
 
-    def fake_ms(self, task, kinds, lock_path, gpu=None, core=None):
+    def fake_ms(self, task, kinds, place):
+        gpu = place.gpu
         with changed:
             busy.append(gpu)
             if len(busy) > len(most[0]):

@@ -26,6 +26,7 @@ from kbx.generate.extract import extract
 from kbx.generate.outputs import Pick
 from kbx.generate.session import Session
 from kbx.sandbox import confine
+from kbx.sandbox.childenv import SOURCE_ROOT
 from kbx.suite.prompt import render
 from kbx.suite.task import Task
 
@@ -44,6 +45,7 @@ async def run_test(
         Path(folder, "kernel.py").write_text(kernel)
         Path(folder, "test_kernel.py").write_text(test)
         env = {"PATH": os.environ.get("PATH", ""), "HOME": folder, "PYTHONDONTWRITEBYTECODE": "1"}
+        env["PYTHONPATH"] = SOURCE_ROOT  # this kbx's agenttest, wherever kbx is installed
         env |= {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
         if device == "cpu":
             env["TRITON_INTERPRET"] = "1"
