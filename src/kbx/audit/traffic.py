@@ -74,17 +74,31 @@ def sector_ids(t: torch.Tensor, where: torch.Tensor | None = None) -> torch.Tens
 
 
 class Sectors:
-    """Sectors touched, per storage, each counted once."""
+    """Sectors touched, each counted once: a bitmap of each storage's sectors."""
 
     def __init__(self) -> None:
-        self.seen: dict[int, list[torch.Tensor]] = {}
+        self.maps: dict[int, torch.Tensor] = {}
 
     def add(self, t: torch.Tensor, where: torch.Tensor | None = None) -> None:
-        if t.numel():
-            self.seen.setdefault(t.untyped_storage().data_ptr(), []).append(sector_ids(t, where))
+        if not t.numel():
+            return
+        storage = t.untyped_storage()
+        size = -(-storage.nbytes() // SECTOR)
+        bitmap = self.maps.setdefault(storage.data_ptr(), torch.zeros(size, dtype=torch.bool))
+        item, start = t.element_size(), t.storage_offset() * t.element_size()
+        if not (t.is_contiguous() and start % SECTOR == 0 and SECTOR % item == 0):
+            bitmap[sector_ids(t, where)] = True  # a strided view: element by element
+            return
+        per, first = SECTOR // item, start // SECTOR  # aligned and dense: sector by sector
+        if where is None:
+            bitmap[first : first - (-t.numel() // per)] = True
+            return
+        flat = where.reshape(-1).to(torch.uint8)
+        hit = torch.nn.functional.pad(flat, (0, -flat.numel() % per)).reshape(-1, per).any(1).bool()
+        bitmap[first : first + hit.numel()] |= hit
 
     def nbytes(self) -> int:
-        return SECTOR * sum(int(torch.unique(torch.cat(ids)).numel()) for ids in self.seen.values())
+        return SECTOR * sum(int(m.sum()) for m in self.maps.values())
 
 
 def run(task: Task, case: Case, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
