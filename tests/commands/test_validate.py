@@ -1,10 +1,21 @@
 """kbx validate: the generic wrong outputs, the degeneracy check, and a run over a few tasks."""
 
+import dataclasses
+
+import pytest
 import torch
 
-from kbx.commands.validate import TaskReport, near_constant, perturb, probe_task, validate
+from kbx.commands.validate import (
+    TaskReport,
+    check_steps,
+    near_constant,
+    perturb,
+    probe_task,
+    validate,
+)
 from kbx.evaluate.pipeline import EvalConfig
-from kbx.suite import find
+from kbx.evaluate.references import References
+from kbx.suite import find, load_suite
 from tests.progress import progress
 
 
@@ -31,8 +42,6 @@ def test_probes_reject_generic_wrong_outputs_for_gelu():
 
 
 def test_a_loose_tolerance_is_caught(monkeypatch):
-    import dataclasses
-
     from kbx.suite.task import Tolerance
 
     loose = dataclasses.replace(
@@ -42,6 +51,30 @@ def test_a_loose_tolerance_is_caught(monkeypatch):
     probe_task(loose, report)
     assert not report.ok
     assert report.probes["perturbed 1%"] == "ACCEPTED"
+
+
+def test_every_quantized_task_s_step_holds():
+    """A quantized task (``Task.quant``), on every correctness case: one element one step off
+    passes, three steps off fails (its generic wrong outputs are still rejected: the whole
+    suite's validation below)."""
+    refs = References()
+    quantized = [t for t in load_suite().values() if t.quant is not None]
+    assert {t.id for t in quantized} >= {"Quantization/attention_w8a8", "Activation/gelu_int8"}
+    for task in quantized:
+        report = TaskReport(task.id)
+        check_steps(task, report, refs)
+        assert report.ok, (task.id, report.failures)
+
+
+@pytest.mark.parametrize("size", [0.0, 1e-12])
+def test_a_step_below_the_tolerance_everywhere_is_caught(size):
+    task = find("Quantization/matmul_w8a8")
+    assert task.quant is not None
+    broken = dataclasses.replace(task, quant=dataclasses.replace(task.quant, size=lambda i: size))
+    report = TaskReport(task.id)
+    check_steps(broken, report, References())
+    assert report.failures
+    assert all("no element where a step exceeds the tolerance" in f for f in report.failures)
 
 
 def test_validate_runs_reference_through_the_pipeline(tmp_path):

@@ -28,16 +28,37 @@ def test_baselines_persist_across_connections(tmp_path):
 
 
 def test_roofline_rejects_impossible_times_and_reports_throughput():
+    """The floor is the declared bytes at the data sheet's bandwidth (an H200's 4.8 TB/s, not
+    the 4.0 TB/s its copy measured); the achieved figures are against the declared bytes."""
     gelu = find("Activation/gelu")
-    peaks = Peaks(bandwidth_gbs=4000.0, tflops={"fp32": 50.0, "fp16": 800.0})
+    peaks = Peaks(bandwidth_gbs=4000.0, tflops={"fp32": 50.0, "fp16": 800.0}, gpu="NVIDIA H200")
     moved = gelu.bytes_moved(gelu.bench[0])
-    floor = moved / 4000e9 * 1e3
+    floor = moved / 4800e9 * 1e3
     with pytest.raises(Reject) as err:
         timing.roofline(gelu, 0, floor / 2, peaks)
     assert err.value.verdict == Verdict.TOO_FAST
+    assert "at 4800 GB/s" in err.value.detail and "(data sheet: H200 SXM)" in err.value.detail
     row = timing.roofline(gelu, 0, floor * 2, peaks)
     assert row["floor_ms"] == pytest.approx(floor)
-    assert row["achieved_gbs"] == pytest.approx(2000.0)
+    assert row["achieved_gbs"] == pytest.approx(2400.0)
+
+
+@pytest.mark.parametrize("gpu", ["NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA L4"])
+def test_a_case_at_the_data_sheet_floor_is_not_too_fast_and_one_3x_under_it_is(gpu):
+    """index_fill_'s reference was too_fast on an H100 whose copy measured below its sheet: the
+    floor now takes the sheet's bandwidth, above any copy; a time at that floor passes, a third
+    of it does not.  The measured copy still gives the efficiency figures."""
+    task = find("Index/index_fill_")
+    peaks = Peaks(bandwidth_gbs=200.0, tflops={"fp32": 10.0, "fp16": 100.0}, gpu=gpu)
+    sheet_gbs = {"NVIDIA H100 80GB HBM3": 3350, "NVIDIA H100 PCIe": 2000, "NVIDIA L4": 300}[gpu]
+    for index, case in enumerate(task.bench):
+        floor = task.bytes_moved(case) / (sheet_gbs * 1e9) * 1e3
+        row = timing.roofline(task, index, floor, peaks)
+        assert row["floor_ms"] == pytest.approx(floor)
+        assert row["bandwidth_share"] == pytest.approx(sheet_gbs / 200.0)  # of the measured
+        with pytest.raises(Reject) as err:
+            timing.roofline(task, index, floor / 3, peaks)
+        assert err.value.verdict == Verdict.TOO_FAST
 
 
 def fake_worker(calls: list, cpu_s: float = 0.0):
@@ -293,13 +314,15 @@ def test_the_stage_fills_the_result_with_cases_speedups_and_lock_wait(monkeypatc
 
 
 def test_efficiency_is_measured_against_the_peak_of_the_case_s_dtype():
-    """float32 against the better of fp32 and tf32 (not bf16's, as the too_fast floor is),
-    bf16 against its own; the SOL score is 1 at the roofline and 0.5 at eager's time."""
+    """float32 against the better of the measured fp32 and tf32 (not the best physical peak of
+    any precision, as the too_fast floor is: an H100's int8), bf16 against its own; the SOL
+    score is 1 at the roofline and 0.5 at eager's time."""
     peaks = Peaks(1000.0, {"fp32": 50.0, "tf32": 400.0, "fp16": 800.0, "bf16": 900.0})
     got = peaks.efficiency(1e9, 1e12, torch.float32, kernel_ms=10.0)
     assert got["bandwidth_share"] == pytest.approx(0.1)
     assert got["compute_share"] == pytest.approx(0.25) and got["dtype_floor_ms"] == 2.5
-    assert peaks.floor_ms(1e9, 1e12) == pytest.approx(1e12 / 900e12 * 1e3)  # the best peak
+    h100 = Peaks(1000.0, peaks.tflops, gpu="NVIDIA H100 80GB HBM3")
+    assert h100.floor_ms(1e9, 1e12) == pytest.approx(1e12 / 1979e12 * 1e3)  # the sheet's int8
     assert peaks.efficiency(0, 9e11, torch.bfloat16, 1.0)["compute_share"] == pytest.approx(1.0)
     assert sol_score(2.5, 20.0, 2.5) == 1.0 and sol_score(20.0, 20.0, 2.5) == 0.5
     assert sol_score(10.0, 20.0, 2.5) == pytest.approx(1 / (1 + 7.5 / 17.5))

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from kbx.suite import tensors
-from kbx.suite.compare import compare
+from kbx.suite.compare import OneStep, compare
 from kbx.suite.task import Tolerance
 from kbx.suite.verdict import Reject, Verdict
 
@@ -100,3 +100,82 @@ def test_a_tensor_subclass_is_named_in_the_detail():
     v, detail = verdict_of(got, torch.zeros(2))
     assert v == Verdict.WRONG_SHAPE
     assert detail == "output: expected a tensor, got tensor subclass Lazy"
+
+
+STEP_TOL = Tolerance(rtol=1e-4, atol=1e-5)
+
+
+def stepped(got, want, size=0.5, share=1e-5, tol=STEP_TOL):
+    """``verdict_of`` with a quantization step of ``size`` (a number or a tensor)."""
+    try:
+        compare(got, want, tol, step=OneStep(lambda: size, share))
+    except Reject as r:
+        return r.verdict, r.detail
+    return Verdict.PASSED, ""
+
+
+def test_a_few_elements_one_step_off_pass():
+    """At most 1 in 100,000 elements (at least one) may be up to one step off beyond the
+    tolerance; without the step the same output is a mismatch."""
+    want = torch.linspace(-1, 1, 300_000)
+    got = want.clone()
+    got[[5, 70_000, 299_999]] += torch.tensor([0.5, -0.5, 0.49])  # within one step of 0.5
+    assert verdict_of(got, want, STEP_TOL)[0] == Verdict.MISMATCH
+    assert stepped(got, want) == (Verdict.PASSED, "")
+    # the step is per element: a tensor that broadcasts to the output
+    rows = torch.full((3, 100_000), 0.5)
+    assert stepped(got.reshape(3, -1), want.reshape(3, -1), rows[:, :1])[0] == Verdict.PASSED
+
+
+def test_two_steps_off_fails_and_says_so():
+    want = torch.linspace(-1, 1, 1000)
+    got = want.clone()
+    got[7] += 1.0  # two steps of 0.5
+    v, detail = stepped(got, want)
+    assert v == Verdict.MISMATCH
+    assert "plus one quantization step" in detail and "one step there is 0.5" in detail
+    assert "worst at (7,)" in detail
+
+
+def test_too_many_elements_one_step_off_fail():
+    want = torch.linspace(-1, 1, 300_000)
+    got = want.clone()
+    got[:4] += 0.25  # 4 elements: more than the 3 allowed
+    v, detail = stepped(got, want)
+    assert v == Verdict.MISMATCH
+    assert "4/300000 elements" in detail and "only 3 may be" in detail
+    got[3] = want[3]
+    assert stepped(got, want)[0] == Verdict.PASSED
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_a_nan_or_inf_never_hides_in_a_step(bad):
+    want = torch.linspace(-1, 1, 1000)
+    got = want.clone()
+    got[3] = bad
+    v, detail = stepped(got, want, size=1e30)
+    assert v == Verdict.MISMATCH and "worst at (3,)" in detail
+    nan_want = want.clone()
+    nan_want[3] = math.nan
+    assert stepped(want, nan_want, size=1e30)[0] == Verdict.MISMATCH  # finite where NaN is due
+
+
+def test_int8_codes_one_step_off():
+    """An int8 output compares exactly, but for one code on a few elements."""
+    want = torch.arange(-100, 100, dtype=torch.int8)
+    got = want.clone()
+    got[10] += 1
+    assert verdict_of(got, want, EXACT)[0] == Verdict.MISMATCH
+    assert stepped(got, want, size=1.0, tol=EXACT)[0] == Verdict.PASSED
+    got[10] += 1
+    assert stepped(got, want, size=1.0, tol=EXACT)[0] == Verdict.MISMATCH
+
+
+def test_steps_as_factors_never_multiplied_out():
+    """A step given as factors (a row scale and a column scale) is their product."""
+    want = torch.zeros(4, 5)
+    got = want.clone()
+    got[2, 3] = 0.59
+    rows, cols = torch.tensor([[1.0], [1.0], [2.0], [1.0]]), torch.full((1, 5), 0.3)
+    assert stepped(got, want, (rows, cols))[0] == Verdict.PASSED  # step 0.6 there
+    assert stepped(got, want, (rows, cols[:, :1] * 0.9))[0] == Verdict.MISMATCH  # 0.54

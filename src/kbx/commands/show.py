@@ -26,6 +26,12 @@ def describe_task(task: Task) -> str:
             f"tolerance: rtol={task.tolerance.rtol:g} atol={task.tolerance.atol:g}, "
             "NaN and Inf must match"
         )
+        if task.quant is not None:
+            lines.append(
+                f"quantization step: up to 1 in {round(1 / task.quant.share):,} elements (at "
+                f"least one) may be one step off beyond the tolerance; one step = "
+                f"{task.quant.unit}"
+            )
     if task.inplace:
         lines.append(f"arguments updated in place and checked: positions {list(task.inplace)}")
     lines += ["", "correctness cases:"] + [f"  {c.label()}  seed={c.seed}" for c in task.cases]

@@ -158,6 +158,54 @@ def check_degenerate(task: Task, report: TaskReport, refs: References) -> None:
             report.failures.append(f"case {index}: reference output is (near-)constant")
 
 
+def check_steps(task: Task, report: TaskReport, refs: References) -> None:
+    """A task with a quantization step (``Task.quant``), on each case: the reference output with
+    one element one step off, beyond the tolerance, passes; three steps off, it fails."""
+    if task.quant is None:
+        return
+    for index in range(len(task.cases)):
+        inputs, want = refs.expected(task, "cases", index)
+        moved = one_element_off(want, task, task.quant.size(inputs))
+        if moved is None:
+            report.failures.append(f"case {index}: no element where a step exceeds the tolerance")
+            continue
+        for steps, ok in ((1, True), (3, False)):
+            if accepted(task, "cases", index, moved(steps), refs) != ok:
+                verb = "rejected" if ok else "accepted"
+                report.failures.append(f"case {index}: one element {steps} step(s) off {verb}")
+
+
+def one_element_off(
+    want: torch.Tensor, task: Task, size: Any
+) -> Callable[[int], torch.Tensor] | None:
+    """A maker of ``want`` with one element moved up by k steps: the element where one step is
+    largest against the tolerance (and k steps stay in an int8 code's range); None if the step
+    is nowhere above the tolerance."""
+    tol = task.tolerance
+    w = want.double()
+    step = torch.ones_like(w)
+    for factor in size if isinstance(size, tuple) else (size,):
+        step = step * torch.as_tensor(factor, dtype=torch.float64).cpu()
+    room = step / (tol.atol + tol.rtol * w.abs() + 1e-30)
+    fits = torch.isfinite(w) & (w + 3 * step <= torch.finfo(w.dtype).max)
+    if not want.is_floating_point():
+        fits &= w + 3 * step <= torch.iinfo(want.dtype).max
+    room = torch.where(fits & (step > 0), room, 0.0)
+    if float(room.max()) <= 1.0:
+        return None
+    i = int(torch.argmax(room.reshape(-1)))
+
+    def moved(k: int) -> torch.Tensor:
+        out = want.clone().reshape(-1)
+        w_i, step_i = w.reshape(-1)[i], step.reshape(-1)[i]
+        out[i] = w_i + k * step_i
+        if want.is_floating_point() and (out[i].double() - w_i).abs() > k * step_i:
+            out[i] = torch.nextafter(out[i], want.reshape(-1)[i])  # rounded past k steps
+        return out.reshape(want.shape)
+
+    return moved
+
+
 def near_constant(t: torch.Tensor) -> bool:
     if t.numel() <= 8:
         return False
@@ -219,6 +267,7 @@ def validate_task(task: Task, result: Result, refs: References) -> TaskReport:
     try:
         probe_task(task, report, refs)
         check_degenerate(task, report, refs)
+        check_steps(task, report, refs)
     except Exception as exc:  # noqa: BLE001 - a broken task definition is a finding, not a crash
         report.failures.append(f"probe error: {type(exc).__name__}: {exc}")
     return report

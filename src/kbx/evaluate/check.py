@@ -14,7 +14,7 @@ from kbx.evaluate.references import References, on_cpu
 from kbx.gpu.gpulock import waited_s
 from kbx.gpu.gpuops import gpu_ops_locked, wait_loaded
 from kbx.gpu.placement import CPU, Placement
-from kbx.suite.compare import compare
+from kbx.suite.compare import OneStep, compare
 from kbx.suite.task import Inputs, Task, Tolerance
 from kbx.suite.verdict import Reject, Verdict
 
@@ -121,7 +121,7 @@ def verdict_on(task: Task, inputs: Inputs, want: Any, runs: list[Any]) -> None:
             if reason:
                 raise Reject(Verdict.MISMATCH, reason)
             return
-        compare(got, want, task.tolerance)
+        compare(got, want, task.tolerance, step=one_step(task, inputs))
         return
     compare_structure(got, want)
     if len(runs) == 1:  # a timed call: the seed rules were checked on the first calls
@@ -144,6 +144,15 @@ def verdict_on(task: Task, inputs: Inputs, want: Any, runs: list[Any]) -> None:
     reason = task.check(inputs, got)
     if reason:
         raise Reject(Verdict.MISMATCH, reason)
+
+
+def one_step(task: Task, inputs: Inputs) -> OneStep | None:
+    """The case's allowance at a quantization boundary (``Task.quant``), or None: its step is
+    computed from the inputs (on their device) only when some element is outside the tolerance."""
+    quant = task.quant
+    if quant is None:
+        return None
+    return OneStep(lambda: quant.size(inputs), quant.share)
 
 
 def compare_structure(got: Any, want: Any) -> None:

@@ -143,19 +143,21 @@ def well_formed(t: Any) -> bool:
 
 
 def roofline(task: Task, index: int, kernel_ms: float, limits: Peaks) -> dict[str, float]:
-    """Achieved throughput of a case, and ``too_fast`` below the physical floor.  The floor comes
-    from a device copy, which some streaming kernels beat by a few percent
-    (docs/design/throughput.md, Baselines), hence FLOOR_SLACK; a cheat
-    that skips its work lands many times below the floor anyway."""
+    """Achieved throughput of a case, and ``too_fast`` below the physical floor: the task's
+    declared bytes (a lower bound of what an honest kernel moves, audited by
+    ``kbx.audit.traffic``) at the GPU's data-sheet bandwidth, or its FLOPs at its best data-sheet
+    peak (``Peaks.limits``; docs/design/timing.md, Roofline).  FLOOR_SLACK keeps a margin for a
+    sheet that rounds down; a cheat that skips its work lands many times below the floor."""
     case = task.bench[index]
     flops, moved = task.flops(case), task.bytes_moved(case)
     floor = limits.floor_ms(moved, flops)
     if kernel_ms < floor / FLOOR_SLACK:
+        peak = limits.limits
         raise Reject(
             Verdict.TOO_FAST,
-            f"bench {index} ({case.label()}): {kernel_ms:.4g} ms is "
-            f"below this GPU's floor of {floor:.4g} ms for {moved:.3g} B and {flops:.3g} "
-            "FLOP: not a real speedup",
+            f"bench {index} ({case.label()}): {kernel_ms:.4g} ms is below this GPU's floor "
+            f"of {floor:.4g} ms for {moved:.3g} B at {peak.bandwidth_gbs:.0f} GB/s and "
+            f"{flops:.3g} FLOP at {peak.tflops:.0f} TFLOP/s ({peak.basis}): not a real speedup",
         )
     return {
         "floor_ms": floor,

@@ -1,19 +1,27 @@
 """What a result was measured with (device, GPU, driver, torch, triton, Python, kbx) and what the
-GPU can do at best (measured peaks, for the roofline)."""
+GPU can do at best: measured peaks (for the efficiency figures) and, for the roofline's floor,
+the physical peaks of its data sheet (``kbx.gpu.sheets``)."""
 
 from __future__ import annotations
 
 import json
+import logging
 import platform
 import subprocess
 from dataclasses import asdict, dataclass
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from kbx.core.version import __version__
+from kbx.gpu.sheets import sheet_for
+
+LOG = logging.getLogger("kbx.gpu.hardware")
+# A GPU missing from the data-sheet table: its floor takes this many times its measured copy
+# bandwidth and matmul peak, far above any kernel, so that it never gives a false too_fast.
+UNKNOWN_FACTOR = 2.0
 
 
 def default_device() -> str:
@@ -63,16 +71,66 @@ def driver_version() -> str | None:
 
 
 @dataclass(frozen=True)
+class Limits:
+    """The physical peaks the roofline's floor takes, what they rest on, and a one-line warning
+    where they are not the data sheet's (an unlisted GPU, a sheet row below a measurement)."""
+
+    bandwidth_gbs: float
+    tflops: float
+    basis: str
+    warning: str | None = None
+
+
+def physical_limits(gpu: str, bandwidth_gbs: float, tflops: dict[str, float]) -> Limits:
+    """The floor's peaks for ``gpu`` (``torch.cuda.get_device_name()``) measured at
+    ``bandwidth_gbs`` and ``tflops``: the larger of its data sheet's and the measured ones (a
+    measurement above the sheet means the row is wrong: a warning says so), or, for a GPU the
+    table lacks, the measured ones times UNKNOWN_FACTOR, with a warning."""
+    best = max(tflops.values())
+    sheet = sheet_for(gpu)
+    if sheet is None:
+        return Limits(
+            bandwidth_gbs * UNKNOWN_FACTOR,
+            best * UNKNOWN_FACTOR,
+            f"measured x{UNKNOWN_FACTOR:g}",
+            f"{gpu or 'this GPU'} is not in kbx's data-sheet table (kbx/gpu/sheets.py): the "
+            f"too_fast floor takes {UNKNOWN_FACTOR:g}x its measured copy bandwidth and matmul "
+            "peak",
+        )
+    above = [f"{bandwidth_gbs:.0f} GB/s"] if bandwidth_gbs > sheet.bandwidth_gbs else []
+    above += [f"{v:.0f} TFLOP/s {k}" for k, v in tflops.items() if v > sheet.tflops.get(k, v)]
+    warning = None
+    if above:
+        warning = (
+            f"{gpu} measured {', '.join(above)}, above its data sheet ({sheet.model}, "
+            "kbx/gpu/sheets.py): the row looks wrong; the floor takes the measured figure"
+        )
+    return Limits(
+        max(sheet.bandwidth_gbs, bandwidth_gbs),
+        max(sheet.best_tflops(), best),
+        f"data sheet: {sheet.model}",
+        warning,
+    )
+
+
+@dataclass(frozen=True)
 class Peaks:
-    """What this GPU can do, measured: copy bandwidth and matmul throughput per dtype."""
+    """What this GPU can do, measured: copy bandwidth and matmul throughput per dtype, for the
+    efficiency figures; ``gpu`` (its device name) finds its data sheet for the floor."""
 
     bandwidth_gbs: float
     tflops: dict[str, float]
+    gpu: str = ""
+
+    @cached_property
+    def limits(self) -> Limits:
+        return physical_limits(self.gpu, self.bandwidth_gbs, self.tflops)
 
     def floor_ms(self, bytes_moved: float, flops: float) -> float:
-        """No kernel can be faster: the bytes at full bandwidth, or the FLOPs at the best peak."""
-        memory_ms = bytes_moved / (self.bandwidth_gbs * 1e9) * 1e3
-        compute_ms = flops / (max(self.tflops.values()) * 1e12) * 1e3
+        """No kernel can be faster: the bytes at the GPU's physical bandwidth, or the FLOPs at
+        its best physical peak of any precision (``limits``; docs/design/timing.md, Roofline)."""
+        memory_ms = bytes_moved / (self.limits.bandwidth_gbs * 1e9) * 1e3
+        compute_ms = flops / (self.limits.tflops * 1e12) * 1e3
         return max(memory_ms, compute_ms)
 
     def dtype_tflops(self, dtype: torch.dtype) -> float:
@@ -127,7 +185,7 @@ def measure_peaks() -> Peaks:
         finally:
             torch.backends.cuda.matmul.allow_tf32 = previous
         tflops[name] = 2 * n**3 / (t.min_ms * 1e-3) / 1e12
-    return Peaks(bandwidth, tflops)
+    return Peaks(bandwidth, tflops, torch.cuda.get_device_name())
 
 
 def load_peaks(cache: Path | None) -> Peaks:
@@ -137,9 +195,12 @@ def load_peaks(cache: Path | None) -> Peaks:
     path = cache / f"peaks-{key}.json" if cache else None
     if path and path.exists():
         data = json.loads(path.read_text())
-        return Peaks(data["bandwidth_gbs"], data["tflops"])
-    peaks = measure_peaks()
-    if path:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(asdict(peaks), indent=1))
+        peaks = Peaks(data["bandwidth_gbs"], data["tflops"], str(fp["gpu"]))
+    else:
+        peaks = measure_peaks()
+        if path:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(asdict(peaks), indent=1))
+    if peaks.limits.warning:
+        LOG.warning(peaks.limits.warning)
     return peaks

@@ -7,12 +7,31 @@ summary an author (or a model in a refinement loop) can act on.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from kbx.suite.task import Tolerance
+from kbx.suite.task import Steps, Tolerance
 from kbx.suite.verdict import Reject, Verdict
+
+
+@dataclass(frozen=True)
+class OneStep:
+    """One case's allowance at a quantization boundary (``Task.quant``): ``size`` gives the
+    step (``Steps``), called only when some element is outside the tolerance; at most ``share``
+    of the elements (at least one) may be off by up to one step beyond it."""
+
+    size: Callable[[], Steps]
+    share: float
+
+    def allowed(self, n: int) -> int:
+        return max(1, int(self.share * n))
+
+    def factors(self) -> tuple[torch.Tensor | float, ...]:
+        size = self.size()
+        return size if isinstance(size, tuple) else (size,)
 
 
 def as_tensor(x: Any) -> Any:
@@ -23,10 +42,16 @@ def as_tensor(x: Any) -> Any:
 
 
 def compare(
-    got: Any, want: Any, tol: Tolerance, where: str = "output", values: bool = True
+    got: Any,
+    want: Any,
+    tol: Tolerance,
+    where: str = "output",
+    values: bool = True,
+    step: OneStep | None = None,
 ) -> None:
     """Raise ``Reject`` unless ``got`` matches ``want`` in structure, shape, dtype and (unless
-    ``values`` is False: ``want`` may then be a meta tensor) values."""
+    ``values`` is False: ``want`` may then be a meta tensor) values; ``step``: a few elements may
+    be one quantization step off (tasks with a quantized output: one output tensor)."""
     got, want = as_tensor(got), as_tensor(want)
     if isinstance(want, tuple | list):
         if not isinstance(got, tuple | list) or len(got) != len(want):
@@ -35,7 +60,7 @@ def compare(
                 f"{where}: expected a sequence of {len(want)} outputs, got {describe(got)}",
             )
         for i, (g, w) in enumerate(zip(got, want, strict=True)):
-            compare(g, w, tol, f"{where}[{i}]", values)
+            compare(g, w, tol, f"{where}[{i}]", values, step)
         return
     if want is None:
         if got is not None:
@@ -51,7 +76,7 @@ def compare(
         raise Reject(Verdict.WRONG_DTYPE, f"{where}: dtype {got.dtype}, expected {want.dtype}")
     if not values:
         return
-    reason = value_mismatch(got, want, tol)
+    reason = value_mismatch(got, want, tol, step)
     if reason:
         raise Reject(Verdict.MISMATCH, f"{where}: {reason}")
 
@@ -66,15 +91,20 @@ def describe(x: Any) -> str:
     return type(x).__name__
 
 
-def value_mismatch(got: torch.Tensor, want: torch.Tensor, tol: Tolerance) -> str | None:
+def value_mismatch(
+    got: torch.Tensor, want: torch.Tensor, tol: Tolerance, step: OneStep | None = None
+) -> str | None:
     """None if values agree, else a one-line summary of the disagreement."""
     if want.is_complex():
-        return value_mismatch(torch.view_as_real(got), torch.view_as_real(want), tol)
+        return value_mismatch(torch.view_as_real(got), torch.view_as_real(want), tol, step)
     if not want.is_floating_point():
         bad = got.cpu() != want.cpu()
         if not bad.any():
             return None
-        return summarize(bad, got.cpu().double(), want.cpu().double(), "exact match required")
+        g, w = got.cpu().double(), want.cpu().double()
+        if step is not None:
+            return off_by_steps(bad, g, w, tol, step)
+        return summarize(bad, g, w, "exact match required")
     where = "cuda" if want.numel() > 1 << 20 and torch.cuda.is_available() else "cpu"
     g, w = got.detach().to(where).double(), want.detach().to(where).double()
     g_nan, w_nan = torch.isnan(g), torch.isnan(w)
@@ -84,7 +114,39 @@ def value_mismatch(got: torch.Tensor, want: torch.Tensor, tol: Tolerance) -> str
     bad = ~((both_finite & close) | same_special)
     if not bad.any():
         return None
+    if step is not None:
+        return off_by_steps(bad, g, w, tol, step)
     return summarize(bad, g, w, f"rtol={tol.rtol:g} atol={tol.atol:g}")
+
+
+def off_by_steps(
+    bad: torch.Tensor, g: torch.Tensor, w: torch.Tensor, tol: Tolerance, step: OneStep
+) -> str | None:
+    """None when the elements outside the tolerance (``bad``) are few enough and each within
+    one quantization step beyond it (finite on both sides: a NaN or an Inf never hides in a
+    step), else a one-line reason."""
+    size = torch.ones((), dtype=torch.float64, device=g.device)
+    for factor in step.factors():
+        f = torch.as_tensor(factor, dtype=torch.float64, device=g.device)
+        size = size * torch.broadcast_to(f, g.shape)[bad]  # never the whole output's size
+    gb, wb = g[bad], w[bad]
+    within = torch.isfinite(gb) & torch.isfinite(wb)
+    within &= torch.abs(gb - wb) <= size + tol.atol + tol.rtol * torch.abs(wb)
+    rule = f"rtol={tol.rtol:g} atol={tol.atol:g}"
+    if not within.all():
+        far = bad.clone()
+        far[bad] = ~within
+        worst = int(torch.argmax(torch.where(within, 0.0, (gb - wb).abs().nan_to_num(torch.inf))))
+        return summarize(far, g, w, f"{rule} plus one quantization step") + (
+            f"; one step there is {size[worst].item():.6g}"
+        )
+    n_bad, allowed = int(bad.sum()), step.allowed(bad.numel())
+    if n_bad > allowed:
+        return summarize(bad, g, w, rule) + (
+            f"; each within one quantization step, but only {allowed} may be (1 in "
+            f"{round(1 / step.share):,} of the elements)"
+        )
+    return None
 
 
 def summarize(bad: torch.Tensor, g: torch.Tensor, w: torch.Tensor, rule: str) -> str:

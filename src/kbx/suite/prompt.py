@@ -44,9 +44,10 @@ def checking(task: Task) -> str:
         if tol.rtol == 0 and tol.atol == 0
         else f"element-wise with |out - ref| <= {tol.atol:g} + {tol.rtol:g} * |ref|"
     )
+    steps = " (a few elements may be one quantization step off: see Precision)"
     return (
-        f"Outputs are compared with PyTorch's {rule}; shapes and dtypes must match exactly, "
-        "and NaN/Inf must appear where PyTorch has them."
+        f"Outputs are compared with PyTorch's {rule}{steps if task.quant else ''}; shapes and "
+        "dtypes must match exactly, and NaN/Inf must appear where PyTorch has them."
     )
 
 

@@ -122,3 +122,31 @@ def tensordot_sizes(a: Sequence[int], b: Sequence[int], dims: Any) -> tuple[int,
     ka = range(len(a) - dims, len(a)) if isinstance(dims, int) else dims[0]
     k = math.prod(a[i] for i in ka)
     return math.prod(a) // k, k, math.prod(b) // k
+
+
+def window_in(
+    n: int, k: int, stride: int = 1, padding: int = 0, dilation: int = 1, ceil_mode: bool = False
+) -> int:
+    """How many of ``n`` input positions some window reads (``window_out``'s windows): a stride
+    beyond the window's span, or a last window that stops short, leaves positions unread."""
+    out = window_out(n, k, stride, padding, dilation, ceil_mode)
+    return len(window_reads(n, k, stride, padding, dilation, range(out)))
+
+
+def conv_in_hw(c: Case, prefix: str = "") -> tuple[int, int]:
+    """(rows, columns) of a 2-D convolution's input that its windows read (``window_in``)."""
+    p = c.params
+    pad = p.get(prefix + "padding", 0)
+    if pad == "same":
+        return c.shape[2], c.shape[3]
+    (kh, kw), (ph, pw) = pair(p["k"]), pair(0 if pad == "valid" else pad)
+    (sh, sw), (dh, dw) = pair(p.get(prefix + "stride", 1)), pair(p.get(prefix + "dilation", 1))
+    return window_in(c.shape[2], kh, sh, ph, dh), window_in(c.shape[3], kw, sw, pw, dw)
+
+
+def window_reads(
+    n: int, k: int, stride: int, padding: int, dilation: int, outs: Sequence[int] | range
+) -> set[int]:
+    """The positions of ``n`` inputs that the windows at output positions ``outs`` read."""
+    read = {o * stride - padding + j * dilation for o in outs for j in range(k)}
+    return {i for i in read if 0 <= i < n}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeAlias
 
 import torch
 
@@ -65,6 +65,42 @@ class Tolerance:
             raise ValueError("tolerances must be non-negative")
 
 
+# One quantization step of an output: a number, a tensor that broadcasts to the output, or a
+# tuple of such whose product is the step (scales per row and per column, never multiplied out).
+Steps: TypeAlias = torch.Tensor | float | tuple[torch.Tensor | float, ...]
+
+
+@dataclass(frozen=True)
+class QuantStep:
+    """A quantization boundary in the output (docs/design/tolerances.md, Quantization steps): a
+    right kernel can land one quantization step away from torch on a few elements (a value at a
+    step's edge rounded the other way, another accumulation order).  At most ``share`` of an
+    output's elements (at least one) may differ by up to one step beyond the tolerance,
+    |got - want| <= step + atol + rtol * |want|; every other element keeps the tolerance.
+
+    ``size`` gives one step of the output's scale for a case's inputs (``Steps``: 1 for int8
+    codes, the scale of a dequantized output, the product of scales where a quantized
+    intermediate feeds it); ``unit`` says what it is, in words, for the precision text and
+    ``kbx show``."""
+
+    size: Callable[[Inputs], Steps]
+    share: float
+    unit: str
+
+    def __post_init__(self) -> None:
+        if not 0 < self.share <= 1e-3:
+            raise ValueError(f"a quantization step's share must be in (0, 1e-3], not {self.share}")
+
+    def text(self) -> str:
+        """The contract's sentence, for the task's precision text."""
+        return (
+            f"At a quantization boundary a right kernel can land one step away from torch: up "
+            f"to 1 in {round(1 / self.share):,} of the output's elements (at least one) may "
+            f"differ by one quantization step ({self.unit}) beyond the tolerance; every other "
+            "element keeps it."
+        )
+
+
 # A property checker returns None when the output is acceptable, else a one-line reason.
 Checker = Callable[[Inputs, Any], "str | None"]
 
@@ -85,6 +121,7 @@ class Task:
     bytes_moved: Callable[[Case], float]
     tolerance: Tolerance
     check: Checker | None = None  # replaces the element-wise comparison (non-unique outputs)
+    quant: QuantStep | None = None  # a few elements may be one quantization step off
     random: bool = False  # output is random: judged by ``check`` plus seed determinism
     inplace: tuple[int, ...] = ()  # positional args whose final values are part of the output
     aliases: tuple[str, ...] = ()  # other entry names accepted (released KernelBench-X names)
@@ -103,6 +140,10 @@ class Task:
             raise ValueError(f"task {self.entry}: needs at least one correctness case")
         if self.random and self.check is None:
             raise ValueError(f"task {self.entry}: a random task needs a property checker")
+        if self.quant is not None and (self.check is not None or self.random):
+            raise ValueError(f"task {self.entry}: a quantization step needs element-wise checks")
+        if self.quant is not None and self.quant.text() not in self.precision:
+            raise ValueError(f"task {self.entry}: the precision text must state its step")
         seeds = [c.seed for c in self.cases + self.bench]
         if len(set(seeds)) != len(seeds):
             raise ValueError(f"task {self.entry}: case seeds must be distinct")

@@ -3,7 +3,7 @@
 import torch
 
 from kbx.suite.inputs import Draw, numel
-from kbx.suite.task import Case, Inputs, Task, Tolerance
+from kbx.suite.task import Case, Inputs, QuantStep, Task, Tolerance
 
 # Corner codes: zero, both int8 extremes and the two smallest nonzero codes.
 SPECIALS = (0.0, -128.0, 127.0, 1.0, -1.0)
@@ -12,6 +12,9 @@ SPECIALS = (0.0, -128.0, 127.0, 1.0, -1.0)
 def reference(input, approximate="none", input_scale=1.0, output_scale=1.0):
     y = torch.nn.functional.gelu(input.float() * input_scale, approximate=approximate)
     return torch.round(y / output_scale).clamp(-128, 127).to(torch.int8)  # half to even
+
+
+QUANT = QuantStep(lambda inputs: 1.0, share=1e-5, unit="1, one int8 code")
 
 
 def make_inputs(case: Case, device: str) -> Inputs:
@@ -53,7 +56,8 @@ TASK = Task(
     r"s_{out}\right), -128, 127\right)",
     precision=(
         "torch.int8 in and out; dequantization and GELU in float32; round half to even, then "
-        "saturate. Exact comparison (the cases keep every code clear of rounding ties)."
+        "saturate. Compared exactly (the cases keep every code clear of rounding ties), but: "
+        + QUANT.text()
     ),
     reference=reference,
     make_inputs=make_inputs,
@@ -76,4 +80,5 @@ TASK = Task(
     flops=lambda c: 14.0 * numel(c.shape),
     bytes_moved=lambda c: 2.0 * numel(c.shape),
     tolerance=Tolerance(rtol=0.0, atol=0.0),
+    quant=QUANT,
 )

@@ -3,7 +3,7 @@
 import torch
 
 from kbx.suite.inputs import Draw
-from kbx.suite.shapes import conv_hw
+from kbx.suite.shapes import conv_hw, conv_in_hw
 from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 # Zeros and tiny values only: a huge special would make the fp32 summation order decide the result.
@@ -34,11 +34,13 @@ def flops(c: Case) -> float:
 
 
 def bytes_moved(c: Case) -> float:
-    n, cin, h, w = c.shape
-    oh, ow = conv_hw(c)
+    n, cin, _, _ = c.shape
+    (oh, ow), (rows, cols) = conv_hw(c), conv_in_hw(c)  # a stride past the window skips input
     cout, k = c.params["cout"], c.params["k"]
-    return 4.0 * (
-        n * cin * h * w + cout * (cin // c.params.get("groups", 1)) * k * k + n * cout * oh * ow
+    bias = cout if c.params.get("bias") else 0
+    return (
+        4.0 * (n * cin * rows * cols + cout * (cin // c.params.get("groups", 1)) * k * k + bias)
+        + 4.0 * n * cout * oh * ow
     )
 
 

@@ -3,7 +3,7 @@
 import torch
 
 from kbx.suite.inputs import Draw, numel
-from kbx.suite.shapes import pool_out
+from kbx.suite.shapes import pool_out, window_in
 from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e3, -1e3, 1e-30)
@@ -31,6 +31,14 @@ def make_inputs(case: Case, device: str) -> Inputs:
             hit = d.uniform((n, 1, h, w), 0.0, 1.0, dtype=torch.float64) < frac
             x.mul_(torch.where(hit, factor, 1.0).to(x.dtype))
     return Inputs((x1, x2, p.pop("kernel_size")), p)
+
+
+def pooled_hw(c: Case) -> int:
+    """Pixels of a plane that some pooling window covers (a stride past the window skips some)."""
+    p = c.params
+    k, pad, ceil = p["kernel_size"], p.get("padding", 0), bool(p.get("ceil_mode"))
+    s = p.get("stride") or k
+    return window_in(c.shape[2], k, s, pad, 1, ceil) * window_in(c.shape[3], k, s, pad, 1, ceil)
 
 
 TASK = Task(
@@ -97,6 +105,8 @@ TASK = Task(
     flops=lambda c: (
         6.0 * numel(c.shape) + numel(pool_out(c)) * c.shape[0] * c.params["kernel_size"] ** 2
     ),
-    bytes_moved=lambda c: 8.0 * numel(c.shape) + 4.0 * c.shape[0] * numel(pool_out(c)),
+    bytes_moved=lambda c: (
+        8.0 * c.shape[0] * c.shape[1] * pooled_hw(c) + 4.0 * c.shape[0] * numel(pool_out(c))
+    ),
     tolerance=Tolerance(rtol=1e-5, atol=2e-6),
 )

@@ -83,6 +83,11 @@ def check(inputs: Inputs, got: torch.Tensor) -> str | None:
     return reason
 
 
+def other_numel(c: Case) -> int:
+    b, n, _, p = c.shape
+    return {"full": b * n * p, "row": p, "col": n}[c.params.get("other", "full")]
+
+
 TASK = Task(
     entry="fused_bmm_rmsnorm_gelu_dropout_sub",
     signature=(
@@ -145,8 +150,11 @@ TASK = Task(
     flops=lambda c: 2.0 * c.shape[0] * c.shape[1] * c.shape[2] * c.shape[3],
     bytes_moved=lambda c: (
         4.0
-        * c.shape[0]
-        * (c.shape[1] * c.shape[2] + c.shape[2] * c.shape[3] + 2 * c.shape[1] * c.shape[3])
+        * (
+            c.shape[0]
+            * (c.shape[1] * c.shape[2] + c.shape[2] * c.shape[3] + c.shape[1] * c.shape[3])
+            + other_numel(c)
+        )
     ),
     tolerance=TOL,
     check=check,

@@ -4,6 +4,7 @@ import torch
 import torch.nn.functional as F
 
 from kbx.suite.inputs import Draw, numel
+from kbx.suite.moved import share
 from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 
@@ -38,6 +39,19 @@ def make_inputs(case: Case, device: str) -> Inputs:
     if p.pop("weighted", False):
         p["weight"] = d.uniform((c,), 0.25, 2.0)
     return Inputs((logits, target), p)
+
+
+def _bytes(c: Case) -> float:
+    """The logits of the rows not ignored, the targets and the loss: an ignored row is never
+    read (index targets; probability targets read every logit and every probability)."""
+    p = c.params
+    rows = numel(c.shape) // c.shape[1]
+    if p.get("probs"):
+        logits, target = 4.0 * numel(c.shape), 4.0 * numel(c.shape)
+    else:
+        kept = share(1 - p.get("ignored", 0.0), rows)
+        logits, target = 4.0 * numel(c.shape) * kept, 8.0 * rows
+    return logits + target + (4.0 * rows if p.get("reduction") == "none" else 4.0)
 
 
 TASK = Task(
@@ -116,6 +130,6 @@ TASK = Task(
         Case((4096, 32000), seed=12, params={"probs": True, "weighted": True}),
     ),
     flops=lambda c: 6.0 * numel(c.shape),
-    bytes_moved=lambda c: (8.0 if c.params.get("probs") else 4.0) * numel(c.shape),
+    bytes_moved=_bytes,
     tolerance=Tolerance(rtol=1e-5, atol=1e-6),
 )

@@ -5,6 +5,7 @@ import math
 import torch
 
 from kbx.suite.inputs import Draw, numel
+from kbx.suite.moved import distinct, share
 from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e4, -1e4, math.inf, -math.inf, math.nan)
@@ -34,6 +35,20 @@ def make_inputs(case: Case, device: str) -> Inputs:
     ms = {"full": sel, "row": sel[-1:], "col": (sel[0],) + (1,) * (len(sel) - 1)}[kind]
     mask = d.uniform(ms, 0, 1, dtype=torch.float64) < q.get("density", 0.3)
     return Inputs((x, dim, index, mask.to(device), q.get("value", -1.0)))
+
+
+def _bytes(c: Case) -> float:
+    """The input elements the unmasked positions gather (an index line of L draws from the dim's
+    S values names distinct(S, L) of them; a masked position needs neither its index nor its
+    input), the mask, and the output."""
+    q = c.params
+    sel, dim = q["sel"], q["dim"] % len(c.shape)
+    ms = {"full": sel, "row": sel[-1:], "col": (sel[0],)}[q.get("m", "full")]
+    kept = share(1 - q.get("density", 0.3), numel(ms))
+    lines = numel(sel) // sel[dim]
+    gathered = kept * distinct(c.shape[dim], sel[dim], lines)  # concave: kept * all is lower
+    item = c.dtype.itemsize
+    return item * gathered + 8.0 * numel(sel) * kept + numel(ms) + item * numel(sel)
 
 
 TASK = Task(
@@ -91,6 +106,6 @@ TASK = Task(
         Case((8192, 8192), seed=12, params={"dim": 0, "sel": (4096, 8192), "m": "row"}),
     ),
     flops=lambda c: 0.0,
-    bytes_moved=lambda c: numel(c.params["sel"]) * (4 + 8 + 1 + 4.0),
+    bytes_moved=_bytes,
     tolerance=Tolerance(rtol=0.0, atol=0.0),
 )

@@ -5,6 +5,7 @@ import math
 import torch
 
 from kbx.suite.inputs import Draw, numel
+from kbx.suite.moved import distinct
 from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 
@@ -34,6 +35,17 @@ def make_inputs(case: Case, device: str) -> Inputs:
     index = d.integers((k,), 0, case.shape[dim], dtype=p.get("index_dtype", torch.int64))
     other = o.to(case.dtype) if kind in ("full", "row") else kind
     return Inputs((x.to(case.dtype), dim, index, other))
+
+
+def _bytes(c: Case) -> float:
+    """The input slices the index names (each once: it repeats), the index, `other` and the
+    boolean output."""
+    p, item = c.params, c.dtype.itemsize
+    dim, k = p["dim"] % len(c.shape), p["k"]
+    size, out = c.shape[dim], numel(c.shape) // c.shape[dim] * k
+    other = {"full": out, "row": c.shape[-1]}.get(p.get("other", "full"), 0)
+    index = (4 if p.get("index_dtype") == torch.int32 else 8) * k
+    return item * (numel(c.shape) // size * distinct(size, k) + other) + index + out
 
 
 TASK = Task(
@@ -71,11 +83,6 @@ TASK = Task(
         Case((4096, 16384), seed=12, params={"dim": 1, "k": 16384, "other": "row"}),
     ),
     flops=lambda c: float(numel(c.shape) // c.shape[c.params["dim"]] * c.params["k"]),
-    bytes_moved=lambda c: (
-        numel(c.shape)
-        // c.shape[c.params["dim"]]
-        * c.params["k"]
-        * (1 + 4 + (4 if c.params.get("other", "full") == "full" else 0))
-    ),
+    bytes_moved=_bytes,
     tolerance=Tolerance(rtol=0.0, atol=0.0),
 )

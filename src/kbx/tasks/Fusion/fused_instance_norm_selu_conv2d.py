@@ -5,7 +5,7 @@ import math
 import torch.nn.functional as F
 
 from kbx.suite.inputs import Draw
-from kbx.suite.shapes import contraction, conv_geometry, pair
+from kbx.suite.shapes import contraction, conv_geometry, conv_in_hw, conv_numel, pair
 from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30)  # huge values would let fp32 summation order decide
@@ -139,9 +139,9 @@ TASK = Task(
     bytes_moved=lambda c: (
         4.0
         * (
-            math.prod(c.shape)
-            + c.params["cout"] * conv_geometry(c)[2]
-            + 3 * c.shape[0] * c.params["cout"] * math.prod(conv_geometry(c)[:2])
+            c.shape[0] * c.shape[1] * math.prod(conv_in_hw(c))
+            + c.params["cout"] * contraction(c)
+            + conv_numel(c)
         )
     ),
     tolerance=Tolerance(rtol=1e-4, atol=1e-4),

@@ -88,7 +88,11 @@ TASK = Task(
     flops=lambda c: 2.0 * numel(c.shape) * c.params["n"],
     bytes_moved=lambda c: (
         4.0
-        * (numel(c.shape) + c.params["n"] * c.shape[-1] + 3 * numel(c.shape[:-1]) * c.params["n"])
+        * (
+            numel(c.shape)
+            + c.params["n"] * (c.shape[-1] + bool(c.params.get("bias")))
+            + numel(c.shape[:-1]) * c.params["n"]
+        )
     ),
     tolerance=Tolerance(rtol=1e-4, atol=1e-4),
 )

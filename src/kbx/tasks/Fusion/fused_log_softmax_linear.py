@@ -64,8 +64,8 @@ TASK = Task(
     ),
     flops=lambda c: 2.0 * numel(c.shape) * c.params["n"],
     bytes_moved=lambda c: (
-        4.0 * (numel(c.shape) + c.params["n"] * c.shape[-1])
-        + (12.0 if c.params.get("dtype") is torch.float64 else 8.0)
+        4.0 * (numel(c.shape) + c.params["n"] * (c.shape[-1] + bool(c.params.get("bias"))))
+        + (8.0 if c.params.get("dtype") is torch.float64 else 4.0)
         * numel(c.shape[:-1])
         * c.params["n"]
     ),

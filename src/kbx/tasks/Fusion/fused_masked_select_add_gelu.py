@@ -4,6 +4,7 @@ import torch
 import torch.nn.functional as F
 
 from kbx.suite.inputs import Draw, numel
+from kbx.suite.moved import share
 from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e4, -1e4, 1e-30)  # no +-inf: PyTorch's own float32 GELU(inf) is NaN
@@ -38,6 +39,18 @@ def make_inputs(case: Case, device: str) -> Inputs:
         other = kind
     kw = {a: q[a] for a in ("alpha", "approximate") if a in q}
     return Inputs((x, mask.to(device), other), kw)
+
+
+def _bytes(c: Case) -> float:
+    """The input elements the mask selects, the mask, `other` per selected element (or one), and
+    the output; the selected share comes from the mask's own elements (it may be a row)."""
+    q = c.params
+    xs = c.shape if q.get("x", "full") == "full" else c.shape[-1:]
+    ms = c.shape if q.get("m", "full") == "full" else c.shape[-1:]
+    kept = share(q.get("density", 0.5), numel(ms))
+    selected = kept * numel(c.shape)
+    other = {"full": selected, "one": 1}.get(q.get("other", "full"), 0)
+    return 4.0 * (numel(xs) * kept + other + selected) + numel(ms)
 
 
 TASK = Task(
@@ -78,8 +91,6 @@ TASK = Task(
         Case((64, 1024, 1024), seed=12, params={"density": 0.25, "other": 1.0, "alpha": 0.5}),
     ),
     flops=lambda c: 10.0 * numel(c.shape) * c.params.get("density", 0.5),
-    bytes_moved=lambda c: (
-        numel(c.shape) * (5.0 + 12.0 * c.params.get("density", 0.5))  # x, mask; other, y
-    ),
+    bytes_moved=_bytes,
     tolerance=Tolerance(rtol=1e-5, atol=3e-6),
 )

@@ -61,6 +61,14 @@ TASK = Task(
         Case((65536, 4096), seed=12, params={"other": 1.0, "alpha": 0.5}),
     ),
     flops=lambda c: 2.0 * numel(c.shape),
-    bytes_moved=lambda c: 4.0 * (numel(c.shape) + c.shape[1] + 2 * c.shape[0]),
+    bytes_moved=lambda c: (
+        4.0
+        * (
+            numel(c.shape)
+            + c.shape[1]
+            + c.shape[0]
+            + {"full": c.shape[0], "one": 1}.get(c.params.get("other", "full"), 0)
+        )
+    ),
     tolerance=Tolerance(rtol=1e-5, atol=2e-6),
 )

@@ -1,11 +1,9 @@
 """Fusion/fused_relu_max_pool2d_conv2d: relu(max_pool2d(conv2d(input, weight, bias)))."""
 
-import math
-
 import torch.nn.functional as F
 
 from kbx.suite.inputs import Draw
-from kbx.suite.shapes import conv_geometry, window_out
+from kbx.suite.shapes import conv_geometry, pair, window_out, window_reads
 from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30)  # huge values would let fp32 summation order decide
@@ -55,15 +53,30 @@ def flops(c: Case) -> float:
 
 
 def bytes_moved(c: Case) -> float:
-    """Input, weight, the conv output once and the pooled output (its size in floor mode: an
-    estimate with ceil_mode)."""
+    """The input rows and columns that the conv outputs the pool reads need, the weight and bias,
+    and the pooled output: the conv output itself can stay on chip."""
     p = c.params
     oh, ow, k_len = conv_geometry(c, "conv_")
-    pk = p.get("pool_kernel_size", 2)
+    pk, ceil = p.get("pool_kernel_size", 2), bool(p.get("pool_ceil_mode"))
     pool = (pk, p.get("pool_stride") or pk, p.get("pool_padding", 0), p.get("pool_dilation", 1))
-    pooled = window_out(oh, *pool) * window_out(ow, *pool)
-    return 4.0 * (
-        math.prod(c.shape) + p["cout"] * k_len + c.shape[0] * p["cout"] * (oh * ow + pooled)
+    conv = zip(
+        c.shape[2:],
+        (oh, ow),
+        pair(p["k"]),
+        pair(p.get("conv_stride", 1)),
+        pair(p.get("conv_padding", 0)),
+        pair(p.get("conv_dilation", 1)),
+        strict=True,
+    )
+    read, pooled = 1, 1
+    for n, o, k, s, pad, dil in conv:
+        out = window_out(o, *pool, ceil_mode=ceil)
+        used = window_reads(o, *pool, outs=range(out))  # conv outputs some window takes
+        read, pooled = read * len(window_reads(n, k, s, pad, dil, sorted(used))), pooled * out
+    bias = p["cout"] if p.get("bias") else 0
+    return (
+        4.0 * (c.shape[0] * c.shape[1] * read + p["cout"] * k_len + bias)
+        + 4.0 * c.shape[0] * p["cout"] * pooled
     )
 
 

@@ -4,6 +4,7 @@ import torch
 
 from kbx.suite.cases import table
 from kbx.suite.inputs import Draw, numel
+from kbx.suite.moved import share
 from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e30, -1e30, float("inf"), float("-inf"), float("nan"))
@@ -26,8 +27,14 @@ _case = table("input", "target", "cond", "other")  # shapes: input, target sizes
 
 
 def _bytes(c: Case) -> float:
+    """The output, cond, and of `input` and `other` the elements some position picks: where
+    cond is False `input` is not read, where it is True `other` is not (cond may be a column:
+    whole rows of `other` go unread)."""
     p = c.params
-    return 4.0 * (numel(c.shape) + numel(p["input"]) + numel(p["other"])) + numel(p["cond"])
+    true = p.get("p_true", 0.5)
+    picked = share(true, numel(p["cond"])), share(1 - true, numel(p["cond"]))
+    read = numel(p["input"]) * picked[0] + numel(p["other"]) * picked[1]
+    return 4.0 * (numel(c.shape) + read) + numel(p["cond"])
 
 
 TASK = Task(

@@ -4,6 +4,7 @@ import torch
 
 from kbx.suite.cases import table
 from kbx.suite.inputs import Draw, numel
+from kbx.suite.moved import distinct
 from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e30, -1e30, float("inf"), float("-inf"), float("nan"))
@@ -26,6 +27,16 @@ _case = table("dim", "m")  # m: the number of indices
 
 def _out_numel(c: Case) -> int:
     return numel(c.shape) // c.shape[c.params["dim"]] * c.params["m"]
+
+
+def _read(c: Case) -> float:
+    """Input elements read: the slices the indices name, each once (they repeat)."""
+    size = c.shape[c.params["dim"]]
+    return numel(c.shape) // size * distinct(size, c.params["m"])
+
+
+def _index_bytes(c: Case) -> int:
+    return c.params.get("itype", torch.int64).itemsize * c.params["m"]
 
 
 TASK = Task(
@@ -56,6 +67,6 @@ TASK = Task(
         _case((8192, 8192), 12, 1, 8192),
     ),
     flops=lambda c: 0.0,
-    bytes_moved=lambda c: 8.0 * _out_numel(c) + 8.0 * c.params["m"],  # read + write each value
+    bytes_moved=lambda c: 4.0 * (_read(c) + _out_numel(c)) + _index_bytes(c),
     tolerance=Tolerance(rtol=0.0, atol=0.0),
 )

@@ -3,6 +3,7 @@
 import torch
 
 from kbx.suite.inputs import Draw, numel
+from kbx.suite.moved import share
 from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e30, -1e30, float("inf"), float("-inf"), float("nan"))
@@ -19,6 +20,15 @@ def make_inputs(case: Case, device: str) -> Inputs:
     mask_shape = p.get("mask", case.shape)
     mask = draw.uniform(mask_shape, 0.0, 1.0, dtype=torch.float64) < p["density"]
     return Inputs((x, mask))
+
+
+def _bytes(c: Case) -> float:
+    """The mask, the input elements it selects (an input element broadcast to several positions
+    is read if any is selected), and the selected elements written."""
+    p = c.params
+    mask = numel(p.get("mask", c.shape))
+    kept = share(p["density"], mask)
+    return mask + 4.0 * kept * (numel(p.get("input", c.shape)) + numel(c.shape))
 
 
 TASK = Task(
@@ -50,6 +60,6 @@ TASK = Task(
     ),
     flops=lambda c: 0.0,
     # read input and mask, write the selected fraction
-    bytes_moved=lambda c: (5.0 + 4.0 * c.params["density"]) * numel(c.shape),
+    bytes_moved=_bytes,
     tolerance=Tolerance(rtol=0.0, atol=0.0),
 )

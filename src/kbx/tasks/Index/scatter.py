@@ -88,7 +88,7 @@ TASK = Task(
     ),
     flops=lambda c: 0.0,
     # copy input (read + write), read index (int64) and src, write one float per index element
-    bytes_moved=lambda c: 8.0 * numel(c.shape) + 16.0 * numel(c.params["index"]),
+    bytes_moved=lambda c: 8.0 * numel(c.shape) + 8.0 * numel(c.params["index"]),
     tolerance=Tolerance(rtol=0.0, atol=0.0),
     check=check,
 )

@@ -85,7 +85,11 @@ TASK = Task(
     flops=lambda c: (
         numel(c.shape[:-2]) * (2.0 * c.shape[-2] ** 3 / 3 + 2.0 * c.shape[-2] ** 2 * c.shape[-1])
     ),
-    bytes_moved=lambda c: 4.0 * numel(c.shape[:-2]) * (c.shape[-2] ** 2 + 2 * numel(c.shape[-2:])),
+    bytes_moved=lambda c: (
+        4.0
+        * numel(c.shape[:-2])
+        * (c.shape[-2] ** 2 + 2 * c.shape[-2] * (1 if c.params.get("vector") else c.shape[-1]))
+    ),
     tolerance=Tolerance(rtol=TOL, atol=TOL),
     check=check,
 )

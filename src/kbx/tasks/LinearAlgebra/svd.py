@@ -50,6 +50,15 @@ def check(inputs: Inputs, out) -> str | None:
     return None
 
 
+def _bytes(c: Case) -> float:
+    """A, and U, S and Vh written (U (m, m) and Vh (n, n) with full_matrices, else (m, k) and
+    (k, n))."""
+    m, n = c.shape[-2:]
+    k = min(m, n)
+    u, vh = (m * m, n * n) if c.params.get("full", True) else (m * k, k * n)
+    return 4.0 * numel(c.shape[:-2]) * (m * n + u + k + vh)
+
+
 TASK = Task(
     entry="svd",
     signature="svd(A, full_matrices=True)",
@@ -89,11 +98,7 @@ TASK = Task(
     ),
     # one-sided Jacobi: about 8 sweeps of n^2/2 rotations of two length-(m + n) column pairs
     flops=lambda c: numel(c.shape[:-2]) * 8 * 3.0 * min(c.shape[-2:]) ** 2 * sum(c.shape[-2:]),
-    bytes_moved=lambda c: (
-        4.0
-        * numel(c.shape[:-2])
-        * (numel(c.shape[-2:]) + c.shape[-2] ** 2 + c.shape[-1] ** 2 + min(c.shape[-2:]))
-    ),
+    bytes_moved=_bytes,
     tolerance=Tolerance(rtol=TOL, atol=TOL),
     check=check,
 )

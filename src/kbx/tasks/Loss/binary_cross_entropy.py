@@ -66,8 +66,9 @@ TASK = Task(
     ),
     flops=lambda c: 8.0 * numel(c.shape),
     bytes_moved=lambda c: (
-        4.0 * numel(c.shape) * (2 + ("weight" in c.params))
-        + (4.0 * numel(c.shape) if c.params.get("reduction") == "none" else 0.0)
+        8.0 * numel(c.shape)
+        + 4.0 * numel(c.params.get("weight", ()) or (0,))
+        + (4.0 * numel(c.shape) if c.params.get("reduction") == "none" else 4.0)
     ),
     tolerance=Tolerance(rtol=1e-5, atol=1e-6),
 )

@@ -4,6 +4,7 @@ import torch
 
 from kbx.suite.derived import wide
 from kbx.suite.inputs import Draw, numel
+from kbx.suite.moved import share
 from kbx.suite.task import Case, Inputs, Task, Tolerance
 
 
@@ -30,6 +31,15 @@ def make_inputs(case: Case, device: str) -> Inputs:
 
 def _positions(c: Case) -> int:
     return numel(c.shape) // c.shape[1]
+
+
+def _bytes(c: Case) -> float:
+    """Per position: its target and, unless ignored, the one log-probability it picks; the loss
+    per position or reduced (a lower bound: a gathered float costs a whole 32-byte sector)."""
+    n = _positions(c)
+    kept = share(1 - c.params.get("ignored", 0.0), n)
+    out = 4.0 * n if c.params.get("reduction") == "none" else 4.0
+    return n * (4.0 * kept + 8.0) + out
 
 
 TASK = Task(
@@ -73,6 +83,6 @@ TASK = Task(
     ),
     flops=lambda c: 2.0 * _positions(c),
     # per position: the int64 target, one gathered 32-byte sector of input, the weight, output
-    bytes_moved=lambda c: 48.0 * _positions(c),
+    bytes_moved=_bytes,
     tolerance=Tolerance(rtol=1e-5, atol=1e-6),
 )

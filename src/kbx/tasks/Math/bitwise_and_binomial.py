@@ -162,7 +162,7 @@ TASK = Task(
     ),
     flops=lambda c: 2.0 * c.params.get("n_max", 24) * numel(c.shape),
     bytes_moved=lambda c: (
-        c.dtype.itemsize * 2.0 * numel(c.shape)
+        c.dtype.itemsize * (numel(c.shape) + numel(c.params.get("y", c.shape)))
         + 4.0 * numel(c.shape)
         + 4.0 * (numel(c.params["n"]) + numel(c.params["p"]))
     ),

@@ -94,7 +94,10 @@ TASK = Task(
         Case((4096, 4096), seed=12, dist="outlier"),
     ),
     flops=lambda c: 250.0 * numel(c.shape),
-    bytes_moved=lambda c: 12.0 * numel(c.shape),
+    bytes_moved=lambda c: (
+        4.0
+        * (numel(c.params.get("x", c.shape)) + numel(c.params.get("q", c.shape)) + numel(c.shape))
+    ),
     version=2,  # benchmark inputs drawn on the GPU, not on the CPU (2026-11-30)
     tolerance=TOLERANCE,
     check=check,

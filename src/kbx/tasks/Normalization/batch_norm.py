@@ -81,7 +81,8 @@ TASK = Task(
         Case((256, 1024, 256), seed=12, params={"training": False}),
     ),
     flops=lambda c: 8.0 * numel(c.shape),
-    bytes_moved=lambda c: (12.0 if c.params.get("training") else 8.0) * numel(c.shape),
+    # the input once, the output once: training's second pass over the input can hit the L2
+    bytes_moved=lambda c: 8.0 * numel(c.shape),
     tolerance=Tolerance(rtol=1e-5, atol=1e-5),
     inplace=(1, 2),
 )

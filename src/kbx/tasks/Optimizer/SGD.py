@@ -33,6 +33,14 @@ def make_inputs(case: Case, device: str) -> Inputs:
     return Inputs((param, grad, buf), kwargs)
 
 
+def _bytes(c: Case) -> float:
+    """param read and written, grad read, and the momentum buffer: read and written when passed,
+    written when made on the first step, neither without momentum."""
+    p = c.params
+    buf = (2 if p.get("buffer") else 1) if p.get("momentum", 0.9) != 0 else 0
+    return 4.0 * numel(c.shape) * (3 + buf)
+
+
 TASK = Task(
     entry="sgd_step",
     aliases=("SGD",),
@@ -83,7 +91,7 @@ TASK = Task(
     ),
     flops=lambda c: 6.0 * numel(c.shape),
     # param, grad, buffer read; param and buffer written (float32)
-    bytes_moved=lambda c: 20.0 * numel(c.shape),
+    bytes_moved=_bytes,
     tolerance=Tolerance(rtol=1e-5, atol=1e-6),
     inplace=(0, 1, 2),
 )

@@ -4,7 +4,7 @@ import torch
 
 from kbx.suite.inputs import Draw, numel
 from kbx.suite.quant import away_from_ties, quantize, scales
-from kbx.suite.task import Case, Inputs, Task, Tolerance
+from kbx.suite.task import Case, Inputs, QuantStep, Steps, Task, Tolerance
 
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30)
 
@@ -18,6 +18,16 @@ def reference(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> to
     scores = ((acc * sq) * sk.transpose(-1, -2)) * (1.0 / d**0.5)
     p = torch.softmax(scores, dim=-1)  # float32
     return torch.matmul(p, vq * sv)  # float32 probabilities times dequantized V
+
+
+def step(inputs: Inputs) -> Steps:
+    """One step of the dequantized V that the output averages: max_j sv[j] of each (batch,
+    head).  A V element quantized one step the other way moves out[i] by P[i,j] sv[j] <= that."""
+    value = inputs.args[2]
+    return scales(value, -1).amax(dim=-2, keepdim=True)
+
+
+QUANT = QuantStep(step, share=1e-5, unit="max_j sv[j] of the (batch, head), one step of V")
 
 
 def make_inputs(case: Case, device: str) -> Inputs:
@@ -65,7 +75,7 @@ TASK = Task(
         "softmax is fine) but without TF32 in P @ V (use tl.dot(..., input_precision='ieee') "
         "or 'tf32x3': TF32-rounded P moves outputs by ~4e-4 relative and fails). Tolerance "
         "rtol=1e-4, atol=1e-5. Plain float attention on the unquantized inputs differs by "
-        "the int8 error (~1e-2) and fails."
+        "the int8 error (~1e-2) and fails. " + QUANT.text()
     ),
     reference=reference,
     make_inputs=make_inputs,
@@ -83,4 +93,5 @@ TASK = Task(
     flops=lambda c: 4.0 * sizes(c)[0] * sizes(c)[1] * sizes(c)[2] * sizes(c)[3],
     bytes_moved=lambda c: 4.0 * sizes(c)[0] * sizes(c)[3] * (2 * sizes(c)[1] + 2 * sizes(c)[2]),
     tolerance=Tolerance(rtol=1e-4, atol=1e-5),
+    quant=QUANT,
 )

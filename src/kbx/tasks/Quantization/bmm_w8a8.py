@@ -4,7 +4,7 @@ import torch
 
 from kbx.suite.inputs import Draw
 from kbx.suite.quant import away_from_ties, quantize, scales
-from kbx.suite.task import Case, Inputs, Task, Tolerance
+from kbx.suite.task import Case, Inputs, QuantStep, Steps, Task, Tolerance
 
 # Corner values: mostly signed zeros and tiny values; a rare 1e4 takes over its row's scale.
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30) * 2 + (1e4,)
@@ -15,6 +15,15 @@ def reference(input: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
     xq, mq = quantize(input, sx), quantize(mat2, sm)
     acc = torch.bmm(xq.double(), mq.double()).to(torch.int32)  # exact: the int32 accumulation
     return (acc.float() * sx) * sm
+
+
+def step(inputs: Inputs) -> Steps:
+    """One unit of the int32 accumulator at the output's scale: sx[b,m] * sw[b,n]."""
+    x, w = inputs.args
+    return scales(x, 2), scales(w, 1)
+
+
+QUANT = QuantStep(step, share=1e-5, unit="sx[b,m] * sw[b,n], one unit of the int32 sum")
 
 
 def make_inputs(case: Case, device: str) -> Inputs:
@@ -50,7 +59,7 @@ TASK = Task(
         "float32 in and out; int8 operands; the K-sum is exact (int32, or any exact "
         "equivalent). Only the float32 rounding of the scales and of the final two products "
         "may differ (rtol=1e-5, atol=1e-6). A plain float bmm differs from the recipe by the "
-        "quantization error (about 1% of |Y|) and fails."
+        "quantization error (about 1% of |Y|) and fails. " + QUANT.text()
     ),
     reference=reference,
     make_inputs=make_inputs,
@@ -72,4 +81,5 @@ TASK = Task(
         * (c.shape[1] * c.shape[2] + c.shape[2] * c.shape[3] + c.shape[1] * c.shape[3])
     ),
     tolerance=Tolerance(rtol=1e-5, atol=1e-6),
+    quant=QUANT,
 )

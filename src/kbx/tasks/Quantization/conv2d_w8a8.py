@@ -5,7 +5,7 @@ import torch.nn.functional as F
 from kbx.suite.inputs import Draw
 from kbx.suite.quant import away_from_ties, quantize, scales
 from kbx.suite.shapes import conv_hw
-from kbx.suite.task import Case, Inputs, Task, Tolerance
+from kbx.suite.task import Case, Inputs, QuantStep, Steps, Task, Tolerance
 
 # Corner values: mostly signed zeros and tiny values; a rare 1e4 takes over its image's scale.
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30) * 2 + (1e4,)
@@ -18,6 +18,15 @@ def reference(input, weight, bias=None, stride=1, padding=0):
     acc = F.conv2d(xq.double(), wq.double(), None, stride, padding)  # exact integer sums
     y = (acc.float() * sx.reshape(-1, 1, 1, 1)) * sw.reshape(1, -1, 1, 1)
     return y if bias is None else y + bias.reshape(1, -1, 1, 1)
+
+
+def step(inputs: Inputs) -> Steps:
+    """One unit of the int32 accumulator at the output's scale: sx[n] * sw[o]."""
+    x, w = inputs.args[:2]
+    return scales(x, DIMS).reshape(-1, 1, 1, 1), scales(w, DIMS).reshape(1, -1, 1, 1)
+
+
+QUANT = QuantStep(step, share=1e-5, unit="sx[n] * sw[o], one unit of the int32 sum")
 
 
 def make_inputs(case: Case, device: str) -> Inputs:
@@ -74,7 +83,7 @@ TASK = Task(
         "float32 in and out; int8 operands; the sum over (c, u, v) is exact (int32, or any "
         "exact equivalent). Only the float32 rounding of the scales, the two products and the "
         "bias add may differ (rtol=1e-5, atol=1e-5). A plain float conv2d differs from the "
-        "recipe by the quantization error (about 1% of |Y|) and fails."
+        "recipe by the quantization error (about 1% of |Y|) and fails. " + QUANT.text()
     ),
     reference=reference,
     make_inputs=make_inputs,
@@ -107,4 +116,5 @@ TASK = Task(
     flops=flops,
     bytes_moved=bytes_moved,
     tolerance=Tolerance(rtol=1e-5, atol=1e-5),
+    quant=QUANT,
 )

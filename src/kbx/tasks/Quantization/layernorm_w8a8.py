@@ -4,7 +4,7 @@ import torch
 
 from kbx.suite.inputs import Draw, numel
 from kbx.suite.quant import away_from_ties, quantize, scales
-from kbx.suite.task import Case, Inputs, Task, Tolerance
+from kbx.suite.task import Case, Inputs, QuantStep, Steps, Task, Tolerance
 
 # Corner values: mostly signed zeros and tiny values; a rare 1e4 takes over its row's scale.
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30) * 2 + (1e4,)
@@ -25,6 +25,25 @@ def reference(input, normalized_shape, weight=None, bias=None, eps=1e-5):
         sw = scales(weight, tuple(range(weight.dim())))
         y = y * (quantize(weight, sw) * sw)  # the dequantized int8 weight
     return y if bias is None else y + bias
+
+
+def step(inputs: Inputs) -> Steps:
+    """One step of the quantized activation carried to the output: sx / sqrt(sx^2 var + eps)
+    of the row, times |wq * sw| of the element (1 without a weight)."""
+    x, normalized_shape, weight = inputs.args[:3]
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    dims = tuple(range(-len(shape), 0))
+    sx = scales(x, dims)
+    q = quantize(x, sx).to(torch.float64)
+    var = q.var(dims, correction=0, keepdim=True)
+    rstd = 1 / torch.sqrt(sx.double() ** 2 * var + inputs.kwargs.get("eps", 1e-5))
+    if weight is None:
+        return sx * rstd
+    sw = scales(weight, tuple(range(weight.dim())))
+    return sx * rstd, (quantize(weight, sw) * sw).abs()
+
+
+QUANT = QuantStep(step, share=1e-5, unit="sx / sqrt(sx^2 var + eps) * |wq sw|, one step of xq")
 
 
 def make_inputs(case: Case, device: str) -> Inputs:
@@ -79,7 +98,7 @@ TASK = Task(
         "float32 in and out; int8 activations and weight; S1, S2 and G*S2 - S1^2 exact; the "
         "normalization itself in float32 in any order (rtol=1e-5, atol=1e-5). A plain float "
         "layer norm (unquantized x and weight) differs by the quantization error (~1e-2 of "
-        "the output) and fails."
+        "the output) and fails. " + QUANT.text()
     ),
     reference=reference,
     make_inputs=make_inputs,
@@ -97,4 +116,5 @@ TASK = Task(
     flops=lambda c: 10.0 * numel(c.shape),
     bytes_moved=lambda c: 8.0 * numel(c.shape),
     tolerance=Tolerance(rtol=1e-5, atol=1e-5),
+    quant=QUANT,
 )

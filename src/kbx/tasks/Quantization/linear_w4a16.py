@@ -5,7 +5,7 @@ import torch.nn.functional as F
 
 from kbx.suite.inputs import Draw, numel
 from kbx.suite.quant import away_from_ties
-from kbx.suite.task import Case, Inputs, Task, Tolerance
+from kbx.suite.task import Case, Inputs, QuantStep, Steps, Task, Tolerance
 
 GROUP = 128  # consecutive k that share one scale (the last group of a row may be shorter)
 SPECIALS = (0.0, -0.0, 30.0, -30.0, 1e-4)  # activations only: weights get zeros and tiny values
@@ -29,6 +29,16 @@ def reference(input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor = No
     if bias is not None:
         y = y + bias.float()
     return y.half()
+
+
+def step(inputs: Inputs) -> Steps:
+    """One int4 step of a weight carried to the output, at most: max_k |X[., k]| of the row
+    times the largest group scale of output feature n."""
+    x, weight = inputs.args[:2]
+    return x.float().abs().amax(dim=-1, keepdim=True), group_scales(weight.float()).amax(dim=1)
+
+
+QUANT = QuantStep(step, share=1e-5, unit="max_k |X[., k]| * max_g s[n, g], one int4 step of W")
 
 
 def make_inputs(case: Case, device: str) -> Inputs:
@@ -76,7 +86,7 @@ TASK = Task(
         "itself to float16 is not the recipe and fails where large activations cancel. "
         "Tolerance rtol=2e-3, atol=1e-3: one float16 ulp of the output plus float32 "
         "reassociation. A plain float16 linear with the unquantized weight differs by the int4 "
-        "error (~10% of |Y|) and fails."
+        "error (~10% of |Y|) and fails. " + QUANT.text()
     ),
     reference=reference,
     make_inputs=make_inputs,
@@ -104,4 +114,5 @@ TASK = Task(
         )
     ),
     tolerance=Tolerance(rtol=2e-3, atol=1e-3),
+    quant=QUANT,
 )

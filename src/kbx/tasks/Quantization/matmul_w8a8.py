@@ -4,7 +4,7 @@ import torch
 
 from kbx.suite.inputs import Draw
 from kbx.suite.quant import away_from_ties, quantize, scales
-from kbx.suite.task import Case, Inputs, Task, Tolerance
+from kbx.suite.task import Case, Inputs, QuantStep, Steps, Task, Tolerance
 
 # Corner values: mostly signed zeros and tiny values; a rare 1e4 takes over its row's scale.
 SPECIALS = (0.0, -0.0, 1e-30, -1e-30) * 2 + (1e4,)
@@ -15,6 +15,15 @@ def reference(input: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     xq, wq = quantize(input, sx), quantize(weight, sw)
     acc = (xq.double() @ wq.double()).to(torch.int32)  # exact: the int32 accumulation
     return (acc.float() * sx) * sw
+
+
+def step(inputs: Inputs) -> Steps:
+    """One unit of the int32 accumulator at the output's scale: sx[m] * sw[n]."""
+    x, w = inputs.args
+    return scales(x, 1), scales(w, 0)
+
+
+QUANT = QuantStep(step, share=1e-5, unit="sx[m] * sw[n], one unit of the int32 sum")
 
 
 def make_inputs(case: Case, device: str) -> Inputs:
@@ -49,7 +58,7 @@ TASK = Task(
         "float32 in and out; int8 operands; the K-sum is exact (int32, or any exact "
         "equivalent). Only the float32 rounding of the scales and of the final two products "
         "may differ (rtol=1e-5). A plain float X @ W differs from the recipe by the "
-        "quantization error (about 1% of |Y|) and fails."
+        "quantization error (about 1% of |Y|) and fails. " + QUANT.text()
     ),
     reference=reference,
     make_inputs=make_inputs,
@@ -70,4 +79,5 @@ TASK = Task(
         4.0 * (c.shape[0] * c.shape[1] + c.shape[1] * c.shape[2] + c.shape[0] * c.shape[2])
     ),
     tolerance=Tolerance(rtol=1e-5, atol=1e-6),
+    quant=QUANT,
 )

@@ -1,5 +1,6 @@
 """SpatialOps/interpolate: resize NCHW images, nearest or bilinear, by size or scale factor."""
 
+import functools
 import math
 
 import torch
@@ -72,9 +73,22 @@ def check(inputs: Inputs, out: torch.Tensor) -> str | None:
 
 
 def moved(c: Case) -> float:
+    """The input pixels some output pixel takes (a downscale skips rows and columns) and the
+    output."""
     n, ch, h, w = c.shape
     oh, ow = resized_hw(c, "size", "scale_factor")
-    return 4.0 * n * ch * (h * w + oh * ow)
+    return 4.0 * n * ch * (read_pixels(h, w, tuple(sorted(c.params.items()))) + oh * ow)
+
+
+@functools.cache
+def read_pixels(h: int, w: int, params: tuple) -> int:
+    """Pixels of an (h, w) plane with a nonzero weight in some output pixel: the gradient of
+    the output's sum on a probe plane."""
+    with torch.inference_mode(False), torch.enable_grad():  # callers may hold no_grad
+        probe = torch.ones(1, 1, h, w, requires_grad=True)
+        reference(probe, **dict(params)).sum().backward()
+    assert probe.grad is not None
+    return int((probe.grad != 0).sum())
 
 
 TASK = Task(
