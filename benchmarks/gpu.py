@@ -291,6 +291,29 @@ def script(name: str, args: list[str], device: str, limit_s: float, work: Path, 
     return str(figures["summary"])
 
 
+SMOKE = "Activation/relu,Math/add,Index/index_fill_,Quantization/matmul_w8a8"
+
+
+def smoke(device: str, work: Path) -> str | None:
+    """A few tasks in a run folder and a baseline cache of their own (the steps after it still
+    find a fresh machine): what failed, or None. A call that would fail in every step stops in a
+    minute instead."""
+    env = env_for(device) | {"KBX_CACHE_DIR": str(work / "smoke-cache")}
+    cmd = [PY, "-m", "kbx", "eval", "solutions/reference", "--tasks", SMOKE, "--device", device]
+    run = Run([*cmd, "--out", str(work / "smoke")], 240, work / "smoke.log", env)
+    got = records(work / "smoke")
+    bad = [
+        f"{r['task_id']} {r['verdict']}: {r['detail'][:160]}"
+        for r in got
+        if r["verdict"] != "passed"
+    ]
+    if run.code not in (0,) or bad or len(got) != len(SMOKE.split(",")):
+        tail = run.log.read_text(errors="replace")[-800:]
+        return f"exit {run.code}, {len(got)} done, {bad or 'no failure recorded'}; log: {tail}"
+    print(f"smoke: {len(got)}/{len(got)} passed in {run.wall_s} s", flush=True)
+    return None
+
+
 def run_step(name: str, device: str, limit_s: float, work: Path, out: Path) -> str:
     if name in VARIANTS:
         return reference(name, device, limit_s, work, out)
@@ -334,6 +357,9 @@ def main() -> int:
     p.add_argument("--out", type=Path, default=evidence.RESULTS, help="where the files go")
     p.add_argument("--budget", type=float, default=570.0, help="seconds for all the steps")
     p.add_argument("--table", action="store_true", help="remake the results table and exit")
+    p.add_argument(
+        "--smoke", action="store_true", help="first a few tasks apart; stop if any fails"
+    )
     args = p.parse_args()
     if args.table:
         evidence.refresh_table()
@@ -342,6 +368,9 @@ def main() -> int:
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     began, work = time.monotonic(), Path(tempfile.mkdtemp(prefix="kbx-figures-"))
+    if args.smoke and (problem := smoke(device, work)):
+        print(f"smoke: {problem}; no step run", flush=True)
+        return 3
     for step in args.steps:
         name, _, seconds = step.partition(":")
         left = args.budget - (time.monotonic() - began)
