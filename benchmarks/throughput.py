@@ -62,7 +62,8 @@ TARGETS = {"fresh": 2.0, "rl": 4.0, "cached": 5.0}  # evaluations/s on one H100,
 STAGES: list[tuple[str, Any]] = [
     ("read (parent)", "start"),
     ("spawn (request, fork)", "spawn"),
-    ("child start (setup less parts)", lambda s: s.get("setup", 0.0) - setup_parts(s)),
+    ("child start (setup less parts)", lambda s: max(0.0, s.get("setup", 0.0) - setup_parts(s))),
+    ("child confinement", "setup_confine"),
     ("child imports", "setup_imports"),
     ("CUDA context", "setup_context"),
     ("profiler's first session", "setup_profiler"),
@@ -101,13 +102,15 @@ def jitted(code: str) -> list[ast.FunctionDef]:
     ]
 
 
-def variant(code: str, number: int) -> str:
-    """``code`` with ``# kbx variant N`` as the first line of every jitted function's body: the
-    kernels' source, hence Triton's cache key, changes; nothing they compute does."""
+def variant(code: str, task_id: str, number: int) -> str:
+    """``code`` with ``# kbx variant N of TASK`` as the first line of every jitted function's
+    body: the kernels' source, hence Triton's cache key, changes (also where two tasks' solutions
+    share a kernel's source); nothing they compute does."""
     lines = code.splitlines(keepends=True)
     for fn in sorted(jitted(code), key=lambda f: -f.body[0].lineno):
         first = fn.body[0]
-        lines.insert(first.lineno - 1, " " * first.col_offset + f"# kbx variant {number}\n")
+        mark = f"# kbx variant {number} of {task_id}\n"
+        lines.insert(first.lineno - 1, " " * first.col_offset + mark)
     return "".join(lines)
 
 
@@ -135,7 +138,7 @@ def candidate_set(name: str, task_ids: list[str]) -> list[dict[str, Any]]:
         pairs = [(t, n) for t in rl_tasks(task_ids) for n in range(1, RL_GROUP + 1)]
     else:
         pairs = [(t, 0) for t in task_ids]
-    return [{"file": t, "code": variant(reference_code(t), n), "sample": n} for t, n in pairs]
+    return [{"file": t, "code": variant(reference_code(t), t, n), "sample": n} for t, n in pairs]
 
 
 KEYS_SCRIPT = """
@@ -196,7 +199,7 @@ def keys(rows: list[dict[str, Any]], work: Path) -> dict[str, Any]:
     return {
         "kernels": len(kernels),
         "distinct": sum(1 for _, _, key in kernels if seen[key] == 1),
-        "unchanged": sorted({f"{k[0]}:{name}" for k, name, key in kernels if seen[key] > 1}),
+        "not_distinct": sorted({f"{k[0]}:{name}" for k, name, key in kernels if seen[key] > 1}),
     }
 
 

@@ -156,6 +156,8 @@ class Follower:
     def on_ready(self, msg: Any) -> None:
         if self.seen["ready"] == 1:
             self.got.setup_parts = dict(msg.parts)
+            for name, seconds in msg.parts.items():  # also those the spawner does not name
+                self.got.spent[f"setup_{name}"] = seconds
         self.enter("import", self.limits.import_s)
 
     def on_imported(self, msg: Any) -> None:

@@ -67,6 +67,7 @@ def main(job_path: str, msg_fd: int | None = None, isolated: Sequence[str] | Non
     ``isolate``, called again, returns them)."""
     began = time.monotonic()
     job, channel, unsigned = open_job(job_path, msg_fd, isolated)
+    confined = time.monotonic()
     if job.config.device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"  # must precede the first import of triton
     from kbx.gpu import gpulock
@@ -79,7 +80,8 @@ def main(job_path: str, msg_fd: int | None = None, isolated: Sequence[str] | Non
         channel.send("harness_error", detail=f"task {job.task_id} not found in the child")
         return 0
     gpulock.ON_WAIT.append(lambda waiting: unsigned.send("wait" if waiting else "go"))
-    parts, plan, counter = set_up(task, job, began)
+    parts, plan, counter = set_up(task, job, confined)
+    parts["confine"] = round(confined - began, 3)
     channel.send("ready", parts=parts)
     spent: dict[str, float] = {}
     try:
