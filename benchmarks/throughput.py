@@ -10,11 +10,11 @@ Each named set runs through ``kbx.run.evaluator.Evaluator`` and ``kbx.run.plan.r
 ``--tier`` of ``kbx serve`` (quick: correctness only, as ``kbx eval --no-perf``; standard: timed
 against the baselines of the cache ``kbx eval`` uses).  Sets:
 
-- ``fresh``: the 184 reference solutions, each made distinct (``variant``: a comment as the
-  first line of every jitted function's body, which changes Triton's cache key, checked in a
-  subprocess: ``keys``), so that every kernel compiles;
-- ``rl``: 16 distinct variants of each of 24 tasks covering every category (``rl_tasks``), a
-  GRPO group's worth each, one group after another;
+- ``fresh``: the 184 reference solutions, each made distinct (``variants.py``: a comment as
+  the first line of every jitted function's body, which changes Triton's cache key, checked in
+  a subprocess before the runs), so that every kernel compiles;
+- ``rl``: 16 distinct variants of each of 24 tasks covering every category, a GRPO group's
+  worth each, one group after another;
 - ``cached``: ``fresh``'s candidates again, with every kernel in the Triton cache: the runs of
   one invocation share a Triton cache (``Tuning.triton_cache``), which ``fresh`` fills (run
   first if it was not asked for; then only the candidates it finished are measured).
@@ -22,19 +22,18 @@ against the baselines of the cache ``kbx eval`` uses).  Sets:
 ``--tasks GLOB`` and ``--limit N`` make a set smaller; ``--end-s S`` ends the invocation S s
 after its start, each set getting an equal share of what is left, a set cut off reporting over
 the candidates it finished (``cut``).  Figures per set: evaluations per second and per
-device-hour (over the whole run, start-up included, and ``steady`` from the first job's start to
-the last's end), the share of the run's cores busy (``/proc/stat``, by kind), the GPU's
-utilisation and memory (``nvidia-smi`` every 0.5 s), the median and p90 of each stage per
-candidate (``STAGES``, from the records' ``stage_s``), the verdicts (every candidate is a
-reference solution: any other verdict is a false rejection), and each candidate's verdict, so
-that ``--compare FILE`` can check them against another run's (a ``jobs = 1`` run of the same
-set), by task and variant.
+device-hour (over the whole run, start-up included, and ``steady`` from the first child's start
+to the last result), the CPU seconds of the run's processes per candidate, the share of the
+run's cores busy (``/proc/stat``, by kind, every process's), the GPU's utilisation and memory
+(``nvidia-smi`` every 0.5 s), the median and p90 of each stage per candidate (``STAGES``, from
+the records' ``stage_s``), the verdicts (every candidate is a reference solution: any other
+verdict is a false rejection), and each candidate's verdict, so that ``--compare FILE`` can
+check them against another run's (a ``jobs = 1`` run of the same set), by task and variant.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import os
 import resource
@@ -51,11 +50,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import evidence  # noqa: E402
+from variants import candidate_set, keys  # noqa: E402
 
-ROOT = evidence.ROOT
-SOLUTIONS = ROOT / "solutions" / "reference"
 CORES = sorted(os.sched_getaffinity(0))  # the run's cores, before kbx keeps one for timings
-RL_TASKS, RL_GROUP = 24, 16
 TARGETS = {"fresh": 2.0, "rl": 4.0, "cached": 5.0}  # evaluations/s on one H100, quick tier
 # The rows of the stage table: a name and how to read it from a record's stage_s (a key, or
 # a function of the record); docs/design/throughput.md says what each is.
@@ -89,118 +86,6 @@ STAGES: list[tuple[str, Any]] = [
 
 def setup_parts(stage_s: dict[str, float]) -> float:
     return sum(v for k, v in stage_s.items() if k.startswith("setup_"))
-
-
-def jitted(code: str) -> list[ast.FunctionDef]:
-    """The functions of ``code`` under a decorator that names jit (``triton.jit``, also below
-    ``triton.autotune`` or ``triton.heuristics``)."""
-    return [
-        node
-        for node in ast.walk(ast.parse(code))
-        if isinstance(node, ast.FunctionDef)
-        and any("jit" in ast.unparse(d) for d in node.decorator_list)
-    ]
-
-
-def variant(code: str, task_id: str, number: int) -> str:
-    """``code`` with ``# kbx variant N of TASK`` as the first line of every jitted function's
-    body: the kernels' source, hence Triton's cache key, changes (also where two tasks' solutions
-    share a kernel's source); nothing they compute does."""
-    lines = code.splitlines(keepends=True)
-    for fn in sorted(jitted(code), key=lambda f: -f.body[0].lineno):
-        first = fn.body[0]
-        mark = f"# kbx variant {number} of {task_id}\n"
-        lines.insert(first.lineno - 1, " " * first.col_offset + mark)
-    return "".join(lines)
-
-
-def reference_code(task_id: str) -> str:
-    return (SOLUTIONS / f"{task_id}.py").read_text()
-
-
-def rl_tasks(task_ids: list[str], count: int = RL_TASKS) -> list[str]:
-    """``count`` tasks covering every category: each category's tasks in turn, round-robin."""
-    by_category: dict[str, list[str]] = {}
-    for task_id in sorted(task_ids):
-        by_category.setdefault(task_id.split("/")[0], []).append(task_id)
-    chosen: list[str] = []
-    while len(chosen) < min(count, len(task_ids)):
-        for ids in by_category.values():
-            if ids and len(chosen) < count:
-                chosen.append(ids.pop(0))
-    return chosen
-
-
-def candidate_set(name: str, task_ids: list[str]) -> list[dict[str, Any]]:
-    """The rows of a set's JSONL source: ``file`` (the task), ``code``, ``sample`` (the
-    variant)."""
-    if name == "rl":
-        pairs = [(t, n) for t in rl_tasks(task_ids) for n in range(1, RL_GROUP + 1)]
-    else:
-        pairs = [(t, 0) for t in task_ids]
-    return [{"file": t, "code": variant(reference_code(t), t, n), "sample": n} for t, n in pairs]
-
-
-KEYS_SCRIPT = """
-import importlib.util, json, sys
-from triton.runtime.jit import JITFunction
-
-def kernels(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    out = {}
-    for attr, value in vars(module).items():
-        while value is not None and not isinstance(value, JITFunction):
-            value = getattr(value, "fn", None)  # an Autotuner's or Heuristics' kernel
-        if value is not None:
-            out[value.cache_key] = attr  # an alias counts once
-    return out
-
-keys = {}
-for i, path in enumerate(sys.argv[1:]):
-    keys[path] = kernels(path, f"kbx_keys_{i}")
-print(json.dumps(keys))
-"""
-
-
-def keys(rows: list[dict[str, Any]], work: Path) -> dict[str, Any]:
-    """Triton's cache key of every kernel of the reference solutions and of their variants,
-    read in a compiling (not interpreted) Triton, which needs no GPU for it: every variant's
-    kernels must have keys of their own."""
-    folder = work / "keys"
-    folder.mkdir(exist_ok=True)
-    paths = {}
-    for task_id in sorted({r["file"] for r in rows}):
-        paths[(task_id, None)] = folder / f"{task_id.replace('/', '__')}.py"
-        paths[(task_id, None)].write_text(reference_code(task_id))
-    for r in rows:
-        path = folder / f"{r['file'].replace('/', '__')}__{r['sample']}.py"
-        path.write_text(r["code"])
-        paths[(r["file"], r["sample"])] = path
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = str(ROOT / "src")
-    got = subprocess.run(
-        [sys.executable, "-c", KEYS_SCRIPT, *map(str, paths.values())],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=work,
-        check=False,
-    )
-    if got.returncode != 0:
-        return {"error": got.stderr.strip().splitlines()[-1:]}
-    found = json.loads(got.stdout)
-    by = {k: found[str(p)] for k, p in paths.items()}  # (task, variant) -> {key: kernel}
-    seen = Counter(key for names in by.values() for key in names)
-    kernels = [
-        (k, name, key) for k, names in by.items() if k[1] is not None for key, name in names.items()
-    ]
-    return {
-        "kernels": len(kernels),
-        "distinct": sum(1 for _, _, key in kernels if seen[key] == 1),
-        "not_distinct": sorted({f"{k[0]}:{name}" for k, name, key in kernels if seen[key] > 1}),
-    }
 
 
 KINDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
@@ -472,7 +357,7 @@ def summary(out: dict[str, Any], tier: str) -> str:
     parts = [
         f"{name} {got['evals_per_s']}/s" + (" (cut)" if got["cut"] else "")
         for name, got in out["sets"].items()
-    ]
+    ]  # the targets (TARGETS) are for one H100's quick tier
     wrong = sum(len(got["false_rejections"]) for got in out["sets"].values())
     return f"{tier} tier: {', '.join(parts)}; {wrong} false rejections"
 
@@ -505,7 +390,8 @@ def main() -> int:
             shutil.rmtree(work, ignore_errors=True)
     out = {
         "title": f"throughput: new candidates through the engine ({args.tier} tier)",
-        "target": "fresh 2/s, rl 4/s, cached 5/s on one H100 (quick tier); no false rejection",
+        "target": ", ".join(f"{k} {v:g}/s" for k, v in TARGETS.items())
+        + " on one H100 (quick tier); no false rejection",
         "summary": summary(out, args.tier),
         "tier": args.tier,
         "jobs": args.jobs,
