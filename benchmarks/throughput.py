@@ -28,7 +28,9 @@ run's cores busy (``/proc/stat``, by kind, every process's), the GPU's utilisati
 (``nvidia-smi`` every 0.5 s), the median and p90 of each stage per candidate (``STAGES``, from
 the records' ``stage_s``), the verdicts (every candidate is a reference solution: any other
 verdict is a false rejection), and each candidate's verdict, so that ``--compare FILE`` can
-check them against another run's (a ``jobs = 1`` run of the same set), by task and variant.
+check them against another run's (a ``jobs = 1`` run of the same set), by task and variant;
+``--given RUN --compare BASE`` compares two runs' files without running anything (exit 1 where a
+verdict differs).
 """
 
 from __future__ import annotations
@@ -364,7 +366,7 @@ def summary(out: dict[str, Any], tier: str) -> str:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("sets", nargs="+", choices=SETS, help="the candidate sets, run in this order")
+    p.add_argument("sets", nargs="*", help=f"the candidate sets: {', '.join(SETS)}")
     p.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda if any")
     p.add_argument("--tier", choices=("quick", "standard"), default="quick", help="kbx serve's")
     p.add_argument("--jobs", type=int, default=None, help="candidates in flight (kbx's default)")
@@ -374,9 +376,18 @@ def main() -> int:
     p.add_argument("--end-s", type=float, default=None, help="end all the sets by then")
     p.add_argument("--baselines", type=Path, default=None, help="baseline cache (kbx eval's)")
     p.add_argument("--compare", type=Path, default=None, help="another run's --out: verdicts")
+    p.add_argument("--given", type=Path, default=None, help="with --compare: this run's, not run")
     p.add_argument("--out", type=Path, default=None, help="the figures as JSON")
     p.add_argument("--work", type=Path, default=None, help="keep the runs' folders here")
     args = p.parse_args()
+    if args.given and args.compare:  # two runs' figures, compared without running anything
+        found = compare(
+            json.loads(args.given.read_text())["sets"], json.loads(args.compare.read_text())
+        )
+        print(json.dumps(found, indent=1))
+        return 1 if any(c["differ"] for c in found.values()) else 0
+    if not args.sets or set(args.sets) - set(SETS):
+        p.error(f"name sets of {', '.join(SETS)}, or compare two runs (--given RUN --compare BASE)")
     if args.device is None:
         import torch
 
