@@ -20,13 +20,13 @@ against the baselines of the cache ``kbx eval`` uses).  Sets:
   first if it was not asked for; then only the candidates it finished are measured).
 
 ``--tasks GLOB`` and ``--limit N`` make a set smaller; ``--end-s S`` ends the invocation S s
-after its start, each set getting an equal share of what is left, a set cut off reporting over
-the candidates it finished (``cut``).  Figures per set: evaluations per second and per
-device-hour (over the whole run, start-up included, and ``steady`` from the first child's start
-to the last result), the CPU seconds of the run's processes per candidate, the share of the
-run's cores busy (``/proc/stat``, by kind, every process's), the GPU's utilisation and memory
-(``nvidia-smi`` every 0.5 s), the median and p90 of each stage per candidate (``STAGES``, from
-the records' ``stage_s``), the verdicts (every candidate is a reference solution: any other
+after its start, each set getting its share of what is left (``SHARES``), a set cut off
+reporting over the candidates it finished (``cut``). Figures per set: evaluations per second and
+per device-hour (over the whole run, start-up included, and ``steady`` from the first child's
+start to the last result), the CPU seconds of the run's processes per candidate, the share of
+the run's cores busy (``/proc/stat``, by kind, every process's), the GPU's utilisation and
+memory (``nvidia-smi`` every 0.5 s), the median and p90 of each stage per candidate (``STAGES``,
+from the records' ``stage_s``), the verdicts (every candidate is a reference solution: any other
 verdict is a false rejection), and each candidate's verdict, so that ``--compare FILE`` can
 check them against another run's (a ``jobs = 1`` run of the same set), by task and variant;
 ``--given RUN --compare BASE`` compares two runs' files without running anything (exit 1 where a
@@ -322,6 +322,17 @@ def print_set(name: str, got: dict[str, Any]) -> None:
 SETS = ("fresh", "rl", "cached")
 
 
+SHARES = {"fresh": 2, "rl": 2, "prime": 2, "cached": 1}  # of --end-s: cached runs faster
+
+
+def share_end(end: float | None, left: list[str]) -> float | None:
+    """When the first of the sets ``left`` must end: its share (``SHARES``) of the time left."""
+    if end is None:
+        return None
+    now = time.monotonic()
+    return now + (end - now) * SHARES[left[0]] / sum(SHARES[s] for s in left)
+
+
 def run_sets(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     from kbx.suite import select
 
@@ -342,10 +353,7 @@ def run_sets(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 (r["task"], r["sample"]) for r in out.get("prime", out["sets"].get("fresh"))["rows"]
             }
             rows = [r for r in rows if (r["file"], r["sample"]) in done]
-        share = (
-            None if end is None else time.monotonic() + (end - time.monotonic()) / (len(wanted) - i)
-        )
-        got = measure(name, rows, args, work, share)
+        got = measure(name, rows, args, work, share_end(end, wanted[i:]))
         if name == "prime":
             out["prime"] = got
             print(f"prime: {got['candidates']} candidates in {got['wall_s']} s", flush=True)

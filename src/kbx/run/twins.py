@@ -77,7 +77,7 @@ class Memory:
         if result.verdict is Verdict.HARNESS_ERROR or rerun.suspect(result):
             return
         with self.lock:
-            self.results[k] = result
+            self.results[k] = copy.deepcopy(result)  # the caller's may change
             self.results.move_to_end(k)
             while len(self.results) > self.size:
                 self.results.popitem(last=False)
