@@ -16,8 +16,10 @@ budget left is under a minute. Steps and files:
   candidate against its expected verdict (corpora-<gpu>.json);
 - ``faults``: the GPU faults of tests/gpu_faults beside reference solutions (faults-<gpu>.json);
 - ``validate``: ``kbx validate`` over the suite (validate-<gpu>.json);
-- ``throughput``: ``benchmarks/harness_throughput.py``, a priming run then a warm one
-  (throughput-<gpu>.json);
+- ``throughput``: ``benchmarks/throughput.py fresh cached``, new candidates (every kernel
+  compiled) then the same again (every kernel cached), correctness only, with kbx's defaults
+  (throughput-<gpu>.json); ``throughput-rl`` (GRPO groups of 16 variants of 24 tasks) and
+  ``throughput-standard`` (``fresh`` timed) are its variants, each in a file of its own;
 - ``serve``: ``kbx serve`` under ``benchmarks/serve_load.py`` (serve-<gpu>.json);
 - ``clients``: ``kbx run --method geak`` and the Ray backend (``scripts/gpu_clients.py``).
 """
@@ -51,6 +53,11 @@ NEIGHBOURS = (
 ).split()
 LIMITS = {"reference": 570, "corpora": 330, "faults": 200, "validate": 240, "throughput": 570}
 LIMITS |= {"serve": 280, "clients": 300}
+THROUGHPUT = {  # benchmarks/throughput.py's sets and options, by step
+    "throughput": ["fresh", "cached"],
+    "throughput-rl": ["rl"],
+    "throughput-standard": ["fresh", "--tier", "standard"],
+}
 VARIANTS = {  # reference variants: (tuning TOML, kbx eval flags)
     "reference": ("", []),
     "reference-jobs16": ("jobs = 16\n", []),
@@ -321,19 +328,10 @@ def run_step(name: str, device: str, limit_s: float, work: Path, out: Path) -> s
         return {"corpora": corpora, "faults": faults, "validate": validate}[name](
             device, limit_s, work, out
         )
+    if name in THROUGHPUT:  # the sets end by the step's limit, less the figures' writing
+        sets = ["benchmarks/throughput.py", *THROUGHPUT[name], "--end-s", str(int(limit_s) - 30)]
+        return script(name, sets, device, limit_s, work, out)
     args = {
-        "throughput": [
-            "benchmarks/harness_throughput.py",
-            "--gpus",
-            "0",
-            "--jobs",
-            "16",
-            "--phase",
-            "warm",
-            "--prime",
-            "--warm-runs",
-            "1",
-        ],
         "serve": [
             "benchmarks/serve_load.py",
             "--device",

@@ -44,10 +44,10 @@ def test_reference_solutions_all_pass_on_cpu_beside_two_busy_loops(run_source, m
     checked = [r["checked"] for r in records]
     assert all(c["cases"] >= 1 and c["bench"] <= c["bench_total"] for c in checked)
     for r in records:  # the check's time, split by kind of output (nothing timed here)
-        split = {
-            k: v for k, v in r["stage_s"].items() if k.startswith("check_") and k != "check_wait"
-        }
+        parts = ("check_wait", "check_reference")  # parts of the kinds' times
+        split = {k: v for k, v in r["stage_s"].items() if k.startswith("check_") and k not in parts}
         assert "check_cases" in split and "check_timed" not in split
+        assert r["stage_s"]["check_reference"] <= r["stage_s"]["check"] + 0.001
         assert ("check_bench" in split) == (r["checked"]["bench"] > 0)
         assert sum(split.values()) <= r["stage_s"]["check"] + 0.001 * len(split)  # rounded
 

@@ -131,7 +131,8 @@ def test_the_judge_tells_how_long_each_kind_of_output_took():
     }
     spent: dict[str, float] = {}
     reference.judge(task, keyed(outputs), CPU, spent)
-    assert set(spent) == {"cases"} and spent["cases"] > 0
+    assert set(spent) == {"cases", "reference"} and spent["cases"] > 0
+    assert 0 < spent["reference"] <= spent["cases"]  # a part of it: the reference's outputs
 
 
 def test_checked_tasks_output_structures_match_their_references():
@@ -186,7 +187,7 @@ def test_a_stale_timed_output_says_which_contents_it_fits(monkeypatch):
     fits = {"timed_refill"}  # the output is right for the redrawn contents only
     asked = []
 
-    def judge_case(task, kind, index, runs, place=CPU, refs=None):
+    def judge_case(task, kind, index, runs, place=CPU, refs=None, spent=None):
         asked.append(kind)
         if kind not in fits:
             raise Reject(Verdict.MISMATCH, "values differ")

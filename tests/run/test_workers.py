@@ -117,7 +117,8 @@ def test_a_run_over_worker_processes_judges_every_candidate_even_when_a_worker_d
             if w.is_alive():
                 os.kill(w.pid, signal.SIGKILL)  # the last one too
                 w.join()
-        rest = list(ev.submit([later]))
+        again = Candidate("again", "Math/sub", later.code + "# not a twin of the one above\n")
+        rest = list(ev.submit([again]))  # a twin would be answered from the first (``twins``)
         assert [r.verdict for r in rest] == [Verdict.HARNESS_ERROR]
         assert "had all ended before this candidate" in rest[0].detail
     assert sys.getswitchinterval() == pytest.approx(0.005)

@@ -74,6 +74,9 @@ class Tuning(BaseModel):
     rerun_alone: bool = Field(
         True, description="evaluate again, alone, a verdict another candidate may have caused"
     )
+    twins: bool = Field(
+        True, description="evaluate a task's identical code once, answer the others from it"
+    )
     limits: Limits = Field(default_factory=Limits)
 
 

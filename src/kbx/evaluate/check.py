@@ -35,8 +35,10 @@ def judge(
     contents where ``variants`` says 1).  The job's GPU lock is taken op by op (``gpuops``) for a
     case's inputs, its reference run and its comparison: the CPU work of a check runs outside
     it, and a waiting timing gets its turn between GPU operations.  Returns the seconds spent
-    waiting for it; ``spent`` gets the seconds of each kind of output, waits included.
-    ``refs``: the process's reference outputs (None: computed for this call alone)."""
+    waiting for it; ``spent`` gets the seconds of each kind of output, waits included, and of
+    those the seconds spent on the reference's inputs and outputs (``reference``: computed, or
+    waited for where ``refs`` computes them ahead).  ``refs``: the process's reference outputs
+    (None: computed for this call alone)."""
     refs = References() if refs is None else refs
     wait_loaded()
     waited = waited_s()
@@ -53,7 +55,7 @@ def judge(
             kind_here = "timed_refill"  # the last timed call saw the redrawn contents
         began = time.monotonic()
         try:
-            judge_case(task, kind_here, index, runs, place, refs)
+            judge_case(task, kind_here, index, runs, place, refs, spent)
         except Reject as r:
             detail = f"{where}: {r.detail}"
             if kind == "timed" and r.verdict is Verdict.MISMATCH:
@@ -95,8 +97,12 @@ def judge_case(
     runs: list[Any],
     place: Placement = CPU,
     refs: References | None = None,
+    spent: dict[str, float] | None = None,
 ) -> None:
+    began = time.monotonic()
     inputs, want = (References() if refs is None else refs).expected(task, kind, index, place)
+    if spent is not None:
+        spent["reference"] = spent.get("reference", 0.0) + time.monotonic() - began
     lock = place.lock
     if kind in ("cases", "refill") and task.check is not None:
         # Correctness cases are small: their property checks run on CPU copies of the inputs

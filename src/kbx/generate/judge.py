@@ -42,8 +42,10 @@ def through(ev: Evaluator) -> EvaluateFn:
     """``ev`` as an EvaluateFn: one Result per candidate, in the candidates' order."""
 
     def run(candidates: list[Candidate]) -> list[Result]:
-        results = {c.key: r for c, r in ev.pairs(candidates)}
-        return [results[c.key] for c in candidates]
+        # by the candidate itself: two with the same key are one evaluation and its twin
+        # (``kbx.run.twins``), whose time and CPU are the first's alone
+        results = {id(c): r for c, r in ev.pairs(candidates)}
+        return [results[id(c)] for c in candidates]
 
     return run
 

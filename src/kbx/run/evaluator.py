@@ -29,7 +29,7 @@ from kbx.core.candidate import Candidate, make
 from kbx.core.config import EvalConfig, Tuning, cache_dir
 from kbx.core.result import Result
 from kbx.gpu.hardware import default_device, device_problem
-from kbx.run import rerun
+from kbx.run import rerun, twins
 from kbx.run.scheduler import OnBaseline, Scheduler, default_jobs
 from kbx.run.workers import Workers
 
@@ -104,6 +104,7 @@ class Evaluator:
         gpu_count = len(gpus) if gpus else 1
         self.jobs = self.config.tuning.jobs or default_jobs(device, gpu_count)
         self.backend = backend
+        self.memory = twins.Memory()  # results that answer later batches' twins
         self.closed = False
         trace.enable(self.config.tuning.trace)
 
@@ -130,19 +131,27 @@ class Evaluator:
         candidates: Iterable[Candidate | tuple[str, str]],
         on_baseline: OnBaseline | None = None,
     ) -> Iterator[tuple[Candidate, Result]]:
-        """As ``submit``, each Result with its candidate."""
+        """As ``submit``, each Result with its candidate.  Candidates of a task with the same
+        code are evaluated once, the others answered from the result (``twins``; off with
+        ``Tuning.twins``)."""
         backend = self.start().backend
         assert backend is not None
         wanted = (c if isinstance(c, Candidate) else make("<api>", c[0], c[1]) for c in candidates)
+        batch = twins.Batch(self.config, self.memory if self.config.tuning.twins else None)
         again: list[tuple[Candidate, Result]] = []
-        for candidate, result in backend.submit(wanted, on_baseline):
+        for candidate, result in backend.submit(batch.firsts(wanted), on_baseline):
             if self.config.tuning.rerun_alone and rerun.suspect(result):
                 again.append((candidate, result))  # evaluated alone once the rest are done
             else:
                 yield candidate, result
+                yield from batch.answered(candidate, result)
+            yield from batch.ready()
+        yield from batch.ready()
         for candidate, first in again:
             for done, second in backend.submit([candidate], on_baseline):
-                yield done, rerun.mark(second, first)
+                final = rerun.mark(second, first)
+                yield done, final
+                yield from batch.answered(done, final)
 
     def evaluate(self, task_id: str, code: str) -> Result:
         """The Result of one candidate: ``code`` for the task ``task_id``."""

@@ -81,8 +81,8 @@ def run_eval(
         try:
             for cand, result in ev.pairs(todo, on_baseline):
                 store.put(cand.key, dict(result.record(), key=cand.key))
-                if cache and result.task_id:
-                    cache.put_duration(result.task_id, result.duration_s)
+                if cache and result.task_id and "answered_from" not in result.meta:
+                    cache.put_duration(result.task_id, result.duration_s)  # a twin took none
                 if on_result:
                     on_result(result)
         finally:  # what is done so far, also when interrupted

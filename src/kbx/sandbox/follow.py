@@ -25,6 +25,10 @@ from kbx.sandbox.wire import channel
 from kbx.suite.verdict import CHILD_VERDICTS, Reject, Verdict
 
 POLL_S = 0.5  # how often a waiting parent looks at the child's CPU time
+# Parts of the run stage the child times itself (``done``'s ``parts``): its Triton compiles and
+# the op evidence's profiler sessions, kept as ``run_compile`` and ``run_evidence``.  Claims of
+# the child's, read as figures only: no verdict depends on them.
+RUN_PARTS = ("compile", "evidence")
 
 
 @dataclass
@@ -36,7 +40,8 @@ class Announced:
     timings: list[dict[str, Any]] = field(default_factory=list)
     unfinished: set[Key] = field(default_factory=set)  # benchmark cases cut off on the CPU
     setup_parts: dict[str, float] = field(default_factory=dict)
-    spent: dict[str, float] = field(default_factory=dict)  # wall seconds by phase (``PHASES``)
+    # wall seconds by phase (``phase``), and parts of the run phase: run_first, run_compile...
+    spent: dict[str, float] = field(default_factory=dict)
     shares: dict[str, float | None] = field(default_factory=dict)  # GPU time in Triton, by case
     gpu_us: list[int] = field(default_factory=lambda: [0, 0])  # in Triton, in torch: all cases
 
@@ -81,6 +86,7 @@ class Follower:
     def enter(self, name: str, cpu_s: float | None, wall_s: float | None = None) -> None:
         wall = wall_s if wall_s is not None else (cpu_s or 0.0) * self.limits.wall_factor
         self.close_stage()
+        self.first_case_ends()
         self.stage = Stage(name, cpu_s, wall, tree_cpu_s(self.pid))
 
     def close_stage(self, now: float | None = None) -> None:
@@ -89,6 +95,12 @@ class Follower:
         key = phase(self.stage.name)
         self.got.spent[key] = self.got.spent.get(key, 0.0) + now - self.last
         self.last = now
+
+    def first_case_ends(self) -> None:
+        """At the end of the first correctness case (the stage the child leaves, not one it
+        waits for the GPU lock in), its wall time as ``run_first``: where the compiles are."""
+        if self.stage.name == "cases 0" and self.resume is None:
+            self.got.spent["run_first"] = time.monotonic() - self.stage.wall_at
 
     def check_limits(self) -> None:
         """Raise once the stage is past its CPU limit or its wall-clock backstop."""
@@ -117,7 +129,11 @@ class Follower:
         self.seen[event] = self.seen.get(event, 0) + 1
         if event == "done":
             self.close_stage()
+            self.first_case_ends()
             self.got.timings = [t.model_dump(exclude_none=True) for t in msg.timings]
+            for name in RUN_PARTS:
+                if name in (msg.parts or {}):
+                    self.got.spent[f"run_{name}"] = msg.parts[name]
             self.check_complete()
             self.check_share()
             return True
@@ -140,6 +156,8 @@ class Follower:
     def on_ready(self, msg: Any) -> None:
         if self.seen["ready"] == 1:
             self.got.setup_parts = dict(msg.parts)
+            for name, seconds in msg.parts.items():  # also those the spawner does not name
+                self.got.spent[f"setup_{name}"] = seconds
         self.enter("import", self.limits.import_s)
 
     def on_imported(self, msg: Any) -> None:

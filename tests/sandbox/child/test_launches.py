@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import time
+
 import triton
 import triton.language as tl
 from triton.runtime import jit
@@ -59,3 +61,16 @@ def test_a_grid_function_runs_inside_the_candidate_range():
 
     grid = launches.owned(lambda meta: (meta["n"],), Range)
     assert grid({"n": 3}) == (3,) and entered == ["in", "out"]
+
+
+def test_a_compile_ahead_of_a_gpu_launch_is_a_warm_up_call_and_is_timed():
+    counter, calls = launches.LaunchCounter(), []
+
+    def original(fn, *args, **kwargs):
+        calls.append((fn, args, kwargs))
+        time.sleep(0.02)
+
+    launches.compiled(counter, original, "kernel", 1, n=2)
+    launches.compiled(counter, original, "kernel", 3, warmup=True)
+    assert calls == [("kernel", (1,), {"n": 2, "warmup": True}), ("kernel", (3,), {"warmup": True})]
+    assert 0.04 <= counter.compile_s < 5.0 and counter.launches == 0

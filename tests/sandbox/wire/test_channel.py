@@ -46,6 +46,7 @@ VALID = [
     ("saving", {}, channel.Signal),
     ("done", {"timings": [TIMING, FULL_TIMING]}, channel.Done),
     ("done", {"timings": []}, channel.Done),
+    ("done", {"timings": [], "parts": {"compile": 2.5, "evidence": 0.0}}, channel.Done),
 ]
 
 
@@ -115,6 +116,8 @@ REFUSED = [
     (b'{"event": "done", "timings": [{"median_ms": NaN}]}', "finite number"),
     (line({"event": "done", "timings": [dict(TIMING, phases_ms={"a": None})]}), "valid number"),
     (line({"event": "done", "timings": {"0": TIMING}}), "valid array"),
+    (line({"event": "done", "timings": [], "parts": {"compile": -1.0}}), "greater than"),
+    (line({"event": "done", "timings": [], "parts": too_many(17, 1.0)}), "at most 16"),
 ]
 
 

@@ -108,10 +108,16 @@ def preload(device: str) -> None:
     of CPU a child, and ``opcheck`` opens a session a case).  CPU children get that first session
     itself; on a GPU host a session would start CUPTI, and forks could not use CUDA, so there the
     modules are only imported, with torch's CUDA checks through NVML, which leaves the driver
-    alone (docs/design/throughput.md, Imports under dispatch modes)."""
+    alone (docs/design/throughput.md, Imports under dispatch modes).  Also kbx's own modules
+    that every child imported after the fork: the job's schema, the guard, the op recorder, the
+    output files and, on the CPU, the interpreter's patches (0.13 s a child on the 2-core
+    development machine, docs/design/throughput.md, New candidates)."""
     from kbx.gpu import benchtime, gpuops
-    from kbx.sandbox.wire import channel  # noqa: F401 - imported for the children
+    from kbx.sandbox.child import guard, main, opcheck  # noqa: F401 - imported for the children
+    from kbx.sandbox.wire import channel, job, outputs  # noqa: F401
 
+    if device == "cpu":
+        from kbx.sandbox.child import interp  # noqa: F401
     gpuops.preload()
     if device == "cpu":
         benchtime.prepare_profiler()

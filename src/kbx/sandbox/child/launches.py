@@ -1,10 +1,11 @@
 """Triton launches in the candidate's child: counted (a candidate must launch at least one), and on
-the GPU taken through the per-GPU lock, with compilation kept outside it."""
+the GPU taken through the per-GPU lock, with compilation kept outside it and timed."""
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import time
 from typing import Any
 
 import torch
@@ -20,6 +21,18 @@ class LaunchCounter:
         self.mark: Any = None  # while ops are recorded: the range around each launch (opcheck)
         self.own: Any = None  # ... and the candidate range around its grid function in one
         self.kernels: set[str] = set()  # names of the Triton kernels launched (opcheck)
+        self.compile_s = 0.0  # wall seconds in compiles (and cache loads) before a GPU launch
+
+
+def compiled(counter: LaunchCounter, original: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``original`` called as a warm-up (Triton compiles, or loads from its cache, and launches
+    nothing), its wall time added to ``counter.compile_s``: the figure the throughput benchmark
+    reports as a candidate's compile (docs/design/throughput.md)."""
+    began = time.monotonic()
+    try:
+        return original(fn, *args, **{**kwargs, "warmup": True})
+    finally:
+        counter.compile_s += time.monotonic() - began
 
 
 def install_launch_counter(interpreted: bool, lock: str | None = None) -> LaunchCounter:
@@ -52,7 +65,7 @@ def install_launch_counter(interpreted: bool, lock: str | None = None) -> Launch
 
 def counted(original: Any, counter: LaunchCounter, lock: str | None) -> Any:
     """``original`` (a ``run`` method) counting its launches; with a GPU ``lock`` compiled
-    unlocked first, then run under the shared lock."""
+    unlocked first (timed: ``compiled``), then run under the shared lock."""
 
     from triton.runtime import jit  # bound once: the check below runs on every launch
 
@@ -73,9 +86,11 @@ def counted(original: Any, counter: LaunchCounter, lock: str | None) -> Any:
                 kwargs["grid"] = owned(kwargs["grid"], counter.own)
         try:
             with marked:
-                if lock is None or warm or holding():
+                if lock is None or holding():
                     return original(self, *args, **kwargs)
-                original(self, *args, **{**kwargs, "warmup": True})  # compile, unlocked
+                if warm:  # a compile alone (an autotuned config's, below)
+                    return compiled(counter, original, self, *args, **kwargs)
+                compiled(counter, original, self, *args, **kwargs)  # unlocked
                 return locked(lock, "launch", original, self, *args, **kwargs)
         finally:
             counter.depth -= 1

@@ -67,6 +67,7 @@ def main(job_path: str, msg_fd: int | None = None, isolated: Sequence[str] | Non
     ``isolate``, called again, returns them)."""
     began = time.monotonic()
     job, channel, unsigned = open_job(job_path, msg_fd, isolated)
+    confined = time.monotonic()
     if job.config.device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"  # must precede the first import of triton
     from kbx.gpu import gpulock
@@ -79,14 +80,18 @@ def main(job_path: str, msg_fd: int | None = None, isolated: Sequence[str] | Non
         channel.send("harness_error", detail=f"task {job.task_id} not found in the child")
         return 0
     gpulock.ON_WAIT.append(lambda waiting: unsigned.send("wait" if waiting else "go"))
-    parts, plan, counter = set_up(task, job, began)
+    parts, plan, counter = set_up(task, job, confined)
+    parts["confine"] = round(confined - began, 3)
     channel.send("ready", parts=parts)
+    spent: dict[str, float] = {}
     try:
-        timings = run_candidate(task, job, plan, counter, channel)
+        timings = run_candidate(task, job, plan, counter, channel, spent)
     except entry.CandidateFailure as failure:
         channel.send("reject", verdict=failure.verdict, detail=failure.detail)
         return 0
-    channel.send("done", timings=timings)
+    if job.config.device == "cuda":  # the CPU interpreter compiles nothing
+        spent["compile"] = counter.compile_s
+    channel.send("done", timings=timings, parts={k: round(v, 3) for k, v in spent.items()})
     return 0
 
 
@@ -141,18 +146,19 @@ def set_up(task: Any, job: Job, began: float) -> tuple[dict[str, float], Any, An
 
 
 def run_candidate(
-    task: Any, job: Job, plan: Any, counter: Any, channel: Channel
+    task: Any, job: Job, plan: Any, counter: Any, channel: Channel, spent: dict[str, float]
 ) -> list[dict[str, Any]]:
     """Import the candidate and run its cases, each under a profiler session of its own that
     records its torch operations (the first includes the import), then time its benchmark
     cases; every output is written as it is made (``write_output``).  The guard goes in first,
     and everything kbx's evidence needs is bound here, before candidate code runs: patching
-    ``OpRecorder`` or ``opcheck`` afterwards changes none of it."""
+    ``OpRecorder`` or ``opcheck`` afterwards changes none of it.  ``spent`` gets the wall
+    seconds of the op evidence's sessions (``evidence``)."""
     from kbx.gpu import clock
     from kbx.sandbox.child import entry, guard, opcheck, runner
     from kbx.suite.verdict import Verdict
 
-    start, stop, after = op_sessions(job, plan, counter, channel)
+    start, stop, after = (timed(f, spent) for f in op_sessions(job, plan, counter, channel))
 
     def sink(kind: str, index: int, runs: list[Any], variant: int | None = None) -> None:
         write_output(channel, kind, index, runs, variant)
@@ -204,6 +210,19 @@ def op_sessions(
 
     counter.mark, counter.own = recorder.launch, recorder.candidate
     return start, stop, after
+
+
+def timed(fn: Callable[..., Any], spent: dict[str, float]) -> Callable[..., Any]:
+    """``fn`` with its wall time added to ``spent["evidence"]``."""
+
+    def call(*args: Any) -> Any:
+        began = time.monotonic()
+        try:
+            return fn(*args)
+        finally:
+            spent["evidence"] = spent.get("evidence", 0.0) + time.monotonic() - began
+
+    return call
 
 
 def top_ops(calls: dict[str, int], limit: int = 200) -> dict[str, int]:

@@ -122,6 +122,9 @@ class HarnessError(_Model):
 class Done(_Model):
     event: Literal["done"]
     timings: Annotated[list[Timing], Field(max_length=64)]
+    # wall seconds of parts of the child's stages, as it measured them (``main.run_candidate``):
+    # figures for the throughput benchmark, which no verdict reads
+    parts: Annotated[dict[Name, Millis], Field(max_length=16)] | None = None
 
 
 Message = Ready | Signal | Case | Output | Ops | TimingStarted | Rejected | HarnessError | Done
