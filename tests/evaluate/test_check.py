@@ -1,0 +1,75 @@
+"""The trusted judge on what a candidate may hand back: whatever it is, the verdict is the
+candidate's (``mismatch``, ``wrong_shape``, ``wrong_dtype``) with a reason, never an exception
+of kbx's (``harness_error``)."""
+
+import dataclasses
+
+import pytest
+import torch
+
+from kbx.evaluate import check
+from kbx.evaluate.references import References
+from kbx.suite import find
+from kbx.suite.compare import Unstored
+from kbx.suite.verdict import Reject, Verdict
+
+REFS = References()
+
+
+def verdict(task, runs, index=0):
+    try:
+        check.judge_case(task, "cases", index, runs, refs=REFS)
+    except Reject as r:
+        return r.verdict, r.detail
+    return Verdict.PASSED, ""
+
+
+def single_matrix_case(task):
+    return next(i for i, c in enumerate(task.cases) if len(c.params.get("shape", (0, 0))) == 2)
+
+
+def test_a_python_scalar_reaches_a_tasks_check_as_the_tensor_it_stands_for():
+    """det's check calls ``.to()`` on the output: a Python float for its 0-d float32 output is
+    judged on its value (here wrong), not an AttributeError in kbx's judge."""
+    task = find("LinearAlgebra/det")
+    index = single_matrix_case(task)
+    inputs, want = REFS.expected(task, "cases", index)
+    assert want.dim() == 0
+    got, detail = verdict(task, [0.0], index)
+    assert got == Verdict.MISMATCH and "det" in detail
+    assert verdict(task, [want.item()], index)[0] == Verdict.PASSED
+
+
+def test_an_exception_in_a_tasks_check_is_the_outputs_mismatch_naming_it():
+    def fragile(inputs, got):
+        raise ValueError("no such layout")
+
+    task = dataclasses.replace(find("LinearAlgebra/det"), check=fragile)
+    got, detail = verdict(task, [torch.zeros(())], single_matrix_case(task))
+    assert got == Verdict.MISMATCH
+    assert detail == "the check cannot judge these outputs (ValueError: no such layout)"
+
+
+def test_kbx_running_out_of_memory_in_a_check_stays_kbxs_fault():
+    def hungry(inputs, got):
+        raise MemoryError
+
+    task = dataclasses.replace(find("LinearAlgebra/det"), check=hungry)
+    with pytest.raises(MemoryError):
+        verdict(task, [torch.zeros(())], single_matrix_case(task))
+
+
+@pytest.mark.parametrize(
+    ("output", "expected"),
+    [
+        (2**63, Verdict.WRONG_SHAPE),
+        ("<object of type Foo>", Verdict.WRONG_SHAPE),
+        (Unstored("a torch.uint32 tensor", "torch.uint32", (4099,)), Verdict.WRONG_DTYPE),
+        (Unstored("outputs nested deeper than 16"), Verdict.WRONG_SHAPE),
+        ((torch.zeros(4099),), Verdict.WRONG_SHAPE),
+        (torch.zeros(4099, dtype=torch.float64), Verdict.WRONG_DTYPE),
+    ],
+)
+def test_odd_outputs_of_an_element_wise_task_are_the_candidates_verdicts(output, expected):
+    task = find("Activation/gelu")
+    assert verdict(task, [output])[0] == expected
