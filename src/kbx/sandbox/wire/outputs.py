@@ -20,6 +20,7 @@ crash of kbx's writer.  What it encodes always reads back.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -94,9 +95,29 @@ def case_pieces(runs: list[Any]) -> list[bytes | memoryview]:
     return tensorfile.pieces(tensors, {TREE_KEY: tree})
 
 
+FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)  # a disk full, a file over the size limit
+
+
 def save_case(path: Path, runs: list[Any]) -> str:
-    """Write ``runs`` to ``path``; the SHA-256 of the bytes written."""
-    digest, pieces = hashlib.sha256(), case_pieces(runs)  # no file for what cannot be stored
+    """Write ``runs`` to ``path``; the SHA-256 of the bytes written.  Outputs too large for the
+    child's folder or its file size limit (a candidate that returned far too much, or filled its
+    own folder) are written as placeholders saying so, one per run: the judge's ``wrong_shape``,
+    not a crash of kbx's writer."""
+    pieces = case_pieces(runs)
+    try:
+        return write_pieces(path, pieces)
+    except OSError as exc:
+        if exc.errno not in FULL:
+            raise
+    size = sum(len(p) for p in pieces)
+    what = f"outputs of {size} bytes, more than its folder or file size limit could hold"
+    del pieces
+    tree = json.dumps({"version": 1, "runs": [{"t": "unstorable", "what": what}] * len(runs)})
+    return write_pieces(path, tensorfile.pieces({}, {TREE_KEY: tree}))
+
+
+def write_pieces(path: Path, pieces: list[bytes | memoryview]) -> str:
+    digest = hashlib.sha256()
     with open(path, "wb") as f:
         for piece in pieces:
             f.write(piece)
@@ -222,32 +243,59 @@ def storable(x: torch.Tensor, taken: set[int]) -> torch.Tensor:
     return t
 
 
-def read_case(path: Path, max_bytes: int, sha256: str | None = None) -> list[Any]:
+class TooLarge(OutputError):
+    """A regular file of the child's over the cap: what kbx's child wrote for a candidate that
+    returned far too much (a wrong shape, not tampering)."""
+
+    def __init__(self, size: int, cap: int) -> None:
+        super().__init__(f"too large ({size} bytes, cap {cap})")
+        self.size = size
+
+
+def read_case(
+    path: Path,
+    max_bytes: int,
+    sha256: str | None = None,
+    dir_fd: int | None = None,
+    owner: int | None = None,
+) -> list[Any]:
     """The runs saved in ``path`` (whose bytes must hash to ``sha256``, when given), as CPU
     tensors, tuples, lists and scalars; ``OutputError``, its message naming the file, for
-    anything but what ``encode_case`` could have made."""
+    anything but what ``encode_case`` could have made.  ``dir_fd``: the folder's descriptor,
+    which ``path``'s name is opened in; ``owner``: the uid the file must belong to."""
     try:
-        data = read_bytes(path, max_bytes)
+        data = read_bytes(path, max_bytes, dir_fd, owner)
         if sha256 is not None and hashlib.sha256(tensorfile.numpy(data).data).hexdigest() != sha256:
             raise OutputError("its bytes are not those the child announced")
         return decode_case(data)
     except OutputError as exc:
+        if isinstance(exc, TooLarge):
+            raise
         raise OutputError(f"{path.name}: {exc}") from None
 
 
-def read_bytes(path: Path, max_bytes: int) -> torch.Tensor:
-    """The bytes of ``path`` if it is a regular file (not a link) of at most ``max_bytes``, read
-    once into an uninitialised uint8 tensor of the file's size (nothing zero-filled first)."""
+def read_bytes(
+    path: Path, max_bytes: int, dir_fd: int | None = None, owner: int | None = None
+) -> torch.Tensor:
+    """The bytes of ``path`` if it is a regular file (not a link, FIFO or device: opened without
+    following links or blocking, checked on the descriptor) of at most ``max_bytes``, owned by
+    ``owner`` (if given), read once into an uninitialised uint8 tensor of the file's size
+    (nothing zero-filled first)."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(path.name if dir_fd is not None else path, flags, dir_fd=dir_fd)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OutputError("a symbolic link in place of kbx's file") from None
         raise OutputError(f"cannot open ({exc.strerror})") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise OutputError("not a regular file")
+            raise OutputError(f"not a regular file ({what(info.st_mode)})")
+        if owner is not None and info.st_uid != owner:
+            raise OutputError(f"a file of uid {info.st_uid}, not of the child's")
         if info.st_size > max_bytes:
-            raise OutputError(f"too large ({info.st_size} bytes, cap {max_bytes})")
+            raise TooLarge(info.st_size, max_bytes)
         data = torch.empty(info.st_size, dtype=torch.uint8)
         view = tensorfile.numpy(data).data
         with open(fd, "rb", closefd=False, buffering=0) as f:
@@ -259,6 +307,12 @@ def read_bytes(path: Path, max_bytes: int) -> torch.Tensor:
     finally:
         os.close(fd)
     return data
+
+
+def what(mode: int) -> str:
+    """The kind of a file that is not a regular one."""
+    kinds = {stat.S_ISFIFO: "a FIFO", stat.S_ISDIR: "a folder", stat.S_ISSOCK: "a socket"}
+    return next((name for test, name in kinds.items() if test(mode)), "a device")
 
 
 def decode_case(data: bytes | torch.Tensor) -> list[Any]:
