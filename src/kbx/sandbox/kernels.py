@@ -1,17 +1,17 @@
 """Compiled kernels between children: each child's Triton cache is its own, and a store only the
 parent writes carries them to later children of the same code and task.
 
-A child compiles into ``triton-cache`` in its own folder (its uid, mode 0700, on its own
-filesystem where it has one): no other child can read it, plant a kernel or an autotuning choice
-in it, or fill it.  Warm re-evaluations still find their kernels: the run's Triton cache folder
-(or ``--triton-cache``'s) is the parent's store, a folder per task and code (``entry``), that no
-child can reach.  Before a child starts, ``fill`` copies its entry into the child's cache; after a
-child that ran to its end, ``keep`` copies back what is new there: regular files only (read
-through descriptors, never following a link), named as Triton names its files, at most two levels
-deep and ``MAX_BYTES`` in all.  What a child leaves in its cache thus reaches only a later
-evaluation of the same code for the same task, never another candidate or another task (two
-tasks given one file share nothing).  A failure to read or write the store (a full disk) costs
-the warm start, never the run.
+A child compiles into ``triton-cache`` in its own folder (its uid, mode 0700, on its own filesystem
+where it has one): no other child can read it, plant a kernel or an autotuning choice in it, or
+fill it. Warm re-evaluations still find their kernels: the run's Triton cache folder (or
+``--triton-cache``'s) is the parent's store, a folder per task and code (``entry``), that no child
+can reach. Before a child starts, ``fill`` copies its entry into the child's cache; after a child
+that ran to its end, ``keep`` copies back what is new there: regular files only (read through
+descriptors, never following a link), named as Triton names its files, at most two levels deep,
+``MAX_BYTES`` in all and never into the store disk's last ``RESERVE``. What a child leaves in its
+cache thus reaches only a later evaluation of the same code for the same task, never another
+candidate or another task (two tasks given one file share nothing). A failure to read or write the
+store (a full disk) costs the warm start, never the run.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import os
 import re
+import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -28,7 +29,8 @@ from kbx.sandbox.folder import Folder
 
 CACHE = "triton-cache"  # the child's own, in its folder
 NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.=+-]{0,199}$")  # Triton's: hashes and kernel names
-MAX_BYTES = 256 << 20  # copied back from one child
+MAX_BYTES = 64 << 20  # copied back from one child
+RESERVE = 1 << 30  # the store's disk keeps this much free: a child's kernels never fill it
 MAX_FILES = 4096
 
 
@@ -66,6 +68,8 @@ def keep(folder: Folder, target: Path | None) -> int:
     budget = [MAX_BYTES, MAX_FILES]
     copied = 0
     with contextlib.suppress(OSError):
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        budget[0] = min(MAX_BYTES, shutil.disk_usage(target.parent).free - RESERVE)
         cache = os.open(CACHE, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder.fd)
         try:
             copied = keep_folder(cache, target, budget, depth=1)

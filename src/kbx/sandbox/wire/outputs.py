@@ -247,9 +247,9 @@ class TooLarge(OutputError):
     """A regular file of the child's over the cap: what kbx's child wrote for a candidate that
     returned far too much (a wrong shape, not tampering)."""
 
-    def __init__(self, size: int, cap: int) -> None:
-        super().__init__(f"too large ({size} bytes, cap {cap})")
-        self.size = size
+    def __init__(self, size: int, cap: int, name: str = "") -> None:
+        super().__init__(f"{name}: " * bool(name) + f"too large ({size} bytes, cap {cap})")
+        self.size, self.cap = size, cap
 
 
 def read_case(
@@ -268,9 +268,9 @@ def read_case(
         if sha256 is not None and hashlib.sha256(tensorfile.numpy(data).data).hexdigest() != sha256:
             raise OutputError("its bytes are not those the child announced")
         return decode_case(data)
+    except TooLarge as exc:
+        raise TooLarge(exc.size, exc.cap, path.name) from None
     except OutputError as exc:
-        if isinstance(exc, TooLarge):
-            raise
         raise OutputError(f"{path.name}: {exc}") from None
 
 
