@@ -11,6 +11,7 @@ from kbx.evaluate import check
 from kbx.evaluate.references import References
 from kbx.suite import find
 from kbx.suite.compare import Unstored
+from kbx.suite.tensors import leaves
 from kbx.suite.verdict import Reject, Verdict
 
 REFS = References()
@@ -73,3 +74,48 @@ def test_kbx_running_out_of_memory_in_a_check_stays_kbxs_fault():
 def test_odd_outputs_of_an_element_wise_task_are_the_candidates_verdicts(output, expected):
     task = find("Activation/gelu")
     assert verdict(task, [output])[0] == expected
+
+
+def constant_like(want, inputs, kind):
+    """Outputs of the reference's structure, shapes and dtypes: every tensor all zeros, all ones,
+    or (``identity``) a copy of the first input tensor of its shape and dtype (zeros where there
+    is none); Python numbers 0 or 1."""
+    if isinstance(want, tuple | list):
+        return type(want)(constant_like(w, inputs, kind) for w in want)
+    if isinstance(want, torch.Tensor):
+        if kind == "identity":
+            same = [
+                t
+                for t in leaves((inputs.args, list(inputs.kwargs.values())))
+                if t.shape == want.shape and t.dtype == want.dtype
+            ]
+            if same:
+                return same[0].detach().clone()
+        fill = torch.ones if kind == "ones" else torch.zeros
+        return fill(want.shape, dtype=want.dtype)
+    if isinstance(want, bool | int | float):
+        return type(want)(kind == "ones")
+    return want
+
+
+def test_no_constant_or_identity_output_passes_any_deterministic_task():
+    """All-zero, all-one and identity outputs (a constant answer on every task, this year's
+    public exploit) fail every deterministic task of the suite: some case of each rejects each,
+    judged in-process by the trusted judge alone (no children)."""
+    from kbx.suite import load_suite
+
+    passing = []
+    for task in load_suite():
+        task = find(task) if isinstance(task, str) else task
+        if task.random:
+            continue
+        for kind in ("zeros", "ones", "identity"):
+            for index in range(len(task.cases)):
+                inputs, want = REFS.expected(task, "cases", index)
+                output = constant_like(want, inputs, kind)
+                if verdict(task, [output], index)[0] != Verdict.PASSED:
+                    break
+            else:
+                passing.append(f"{task.id}: {kind}")
+        REFS.forget(task)
+    assert not passing, passing
