@@ -27,7 +27,7 @@ from kbx.sandbox.wire import channel, outtree
 from kbx.sandbox.wire.channel import ChannelError, LineReader, parse_line
 from kbx.sandbox.wire.outputs import OutputError, read_case, write_case
 from kbx.suite import find, load_suite
-from kbx.suite.compare import Unstored
+from kbx.suite.tensors import Unstored
 from kbx.suite.verdict import Verdict
 
 FUZZ = settings(

@@ -10,8 +10,7 @@ import torch
 from kbx.evaluate import check
 from kbx.evaluate.references import References
 from kbx.suite import find
-from kbx.suite.compare import Unstored
-from kbx.suite.tensors import leaves
+from kbx.suite.tensors import Unstored, leaves
 from kbx.suite.verdict import Reject, Verdict
 
 REFS = References()

@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from kbx.suite import tensors
-from kbx.suite.compare import Unstored, as_tensors, compare
+from kbx.suite.compare import as_tensors, compare
 from kbx.suite.task import Tolerance
+from kbx.suite.tensors import Unstored
 from kbx.suite.verdict import Reject, Verdict
 
 TOL = Tolerance(rtol=1e-5, atol=1e-6)

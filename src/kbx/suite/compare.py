@@ -1,34 +1,23 @@
 """Trusted comparison of a candidate's outputs with the reference's (runs in the parent only).
 
 Outputs are nested tuples/lists of tensors or Python scalars, and ``Unstored`` placeholders where
-the child could not store what the candidate returned.  Structure and shape mismatches give
-``wrong_shape``, dtype mismatches ``wrong_dtype``, values outside tolerance ``mismatch`` with a
-summary an author (or a model in a refinement loop) can act on.  Nothing a candidate returns makes
-these functions raise anything but ``Reject``.
+the child could not store what the candidate returned (``tensors.Unstored``). Structure and shape
+mismatches give ``wrong_shape``, dtype mismatches ``wrong_dtype``, values outside tolerance
+``mismatch`` with a summary an author (or a model in a refinement loop) can act on. Nothing a
+candidate returns makes these functions raise anything but ``Reject``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from kbx.suite.task import Tolerance
+from kbx.suite.tensors import Unstored
 from kbx.suite.verdict import Reject, Verdict
 
 INT64 = (-(2**63), 2**63 - 1)
-
-
-@dataclass(frozen=True)
-class Unstored:
-    """An output the child could not store, by what the judge needs to name it (never a value):
-    a tensor of a dtype or layout kbx's output file cannot hold (with its dtype and shape),
-    outputs nested too deep or too many, an int out of range, a string too long."""
-
-    what: str
-    dtype: str | None = None
-    shape: tuple[int, ...] | None = None
 
 
 def as_tensor(x: Any) -> Any:

@@ -21,7 +21,7 @@ from kbx.sandbox.wire.outputs import (
     read_case,
     write_case,
 )
-from kbx.suite.compare import Unstored
+from kbx.suite.tensors import Unstored
 
 CAP = 1 << 30
 DTYPES = [

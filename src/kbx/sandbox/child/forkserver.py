@@ -114,7 +114,7 @@ def preload(device: str) -> None:
     modules are only imported, with torch's CUDA checks through NVML, which leaves the driver
     alone (docs/design/throughput.md, Imports under dispatch modes)."""
     from kbx.gpu import benchtime, gpuops
-    from kbx.sandbox.wire import channel  # noqa: F401 - imported for the children
+    from kbx.sandbox.wire import channel, outputs  # noqa: F401 - imported for the children
 
     gpuops.preload()
     if device == "cpu":

@@ -13,7 +13,7 @@ are stored as ``torch.view_as_real`` and marked in the tree; a bool tensor holdi
 than 0 and 1 is refused.
 ``encode_case`` never refuses what a candidate returned: what the file cannot hold (a dtype or
 layout, nesting, too many nodes, a huge int, a long string, an object) is written as a
-placeholder that names it, read back as ``compare.Unstored``, which the judge turns into
+placeholder that names it, read back as ``tensors.Unstored``, which the judge turns into
 ``wrong_dtype`` or ``wrong_shape``; so a candidate's odd output is its own verdict, never a
 crash of kbx's writer.  What it encodes always reads back.
 """
@@ -59,7 +59,7 @@ from kbx.sandbox.wire.outtree import (
     check,
     parse_tree,
 )
-from kbx.suite.compare import Unstored
+from kbx.suite.tensors import Unstored
 
 
 def case_bytes_cap(expected_bytes: int) -> int:
