@@ -41,7 +41,9 @@ def test_hostile_children_cost_honest_neighbours_nothing_on_small_disks(tmp_path
     for task in HONEST:
         (source / "honest" / task).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REFERENCE / f"{task}.py", source / "honest" / f"{task}.py")
-    run = ROOT / "runs" / f"isolation-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    runs = ROOT / "runs"
+    made = not runs.exists()
+    run = runs / f"isolation-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     run.mkdir(parents=True)
     config = tmp_path / "jobs2.toml"
     config.write_text(f'jobs = 2\ntriton_cache = "{run / "shared-cache"}"\n')
@@ -57,6 +59,8 @@ def test_hostile_children_cost_honest_neighbours_nothing_on_small_disks(tmp_path
         subprocess.run(["unshare", "-m", "sh", "-c", script], cwd=ROOT, env=env, timeout=600)
     finally:
         shutil.rmtree(run, ignore_errors=True)
+        if made:
+            shutil.rmtree(runs, ignore_errors=True)
     log = (tmp_path / "log").read_text()[-2000:] if (tmp_path / "log").exists() else ""
     assert (tmp_path / "rc").read_text().strip() == "0", log
     records = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
