@@ -1,14 +1,127 @@
-"""The trusted judge on quantized outputs: a right kernel one quantization step away from torch
-on one element passes (Quantization/attention_w8a8 on an H100, issue 45); a wrong one does not."""
+"""The trusted judge: whatever a candidate hands back, the verdict is the candidate's
+(``mismatch``, ``wrong_shape``, ``wrong_dtype``) with a reason, never an exception of kbx's
+(``harness_error``); and on quantized outputs a right kernel one quantization step away from
+torch on one element passes (Quantization/attention_w8a8 on an H100) while a wrong one does not."""
+
+import dataclasses
 
 import pytest
 import torch
 
+from kbx.evaluate import check
 from kbx.evaluate.check import judge_case
 from kbx.evaluate.references import References
 from kbx.suite import find
+from kbx.suite.tensors import Unstored, leaves
 from kbx.suite.verdict import Reject, Verdict
 from tests.conftest import REFERENCE
+
+REFS = References()
+
+
+def verdict(task, runs, index=0):
+    try:
+        check.judge_case(task, "cases", index, runs, refs=REFS)
+    except Reject as r:
+        return r.verdict, r.detail
+    return Verdict.PASSED, ""
+
+
+def single_matrix_case(task):
+    return next(i for i, c in enumerate(task.cases) if len(c.params.get("shape", (0, 0))) == 2)
+
+
+def test_a_python_scalar_reaches_a_tasks_check_as_the_tensor_it_stands_for():
+    """det's check calls ``.to()`` on the output: a Python float for its 0-d float32 output is
+    judged on its value (here wrong), not an AttributeError in kbx's judge."""
+    task = find("LinearAlgebra/det")
+    index = single_matrix_case(task)
+    inputs, want = REFS.expected(task, "cases", index)
+    assert want.dim() == 0
+    got, detail = verdict(task, [0.0], index)
+    assert got == Verdict.MISMATCH and "det" in detail
+    assert verdict(task, [want.item()], index)[0] == Verdict.PASSED
+
+
+def test_an_exception_in_a_tasks_check_is_the_outputs_mismatch_naming_it():
+    def fragile(inputs, got):
+        raise ValueError("no such layout")
+
+    task = dataclasses.replace(find("LinearAlgebra/det"), check=fragile)
+    got, detail = verdict(task, [torch.zeros(())], single_matrix_case(task))
+    assert got == Verdict.MISMATCH
+    assert detail == "the check cannot judge these outputs (ValueError: no such layout)"
+
+
+def test_kbx_running_out_of_memory_in_a_check_stays_kbxs_fault():
+    def hungry(inputs, got):
+        raise MemoryError
+
+    task = dataclasses.replace(find("LinearAlgebra/det"), check=hungry)
+    with pytest.raises(MemoryError):
+        verdict(task, [torch.zeros(())], single_matrix_case(task))
+
+
+@pytest.mark.parametrize(
+    ("output", "expected"),
+    [
+        (2**63, Verdict.WRONG_SHAPE),
+        ("<object of type Foo>", Verdict.WRONG_SHAPE),
+        (Unstored("a torch.uint32 tensor", "torch.uint32", (4099,)), Verdict.WRONG_DTYPE),
+        (Unstored("outputs nested deeper than 16"), Verdict.WRONG_SHAPE),
+        ((torch.zeros(4099),), Verdict.WRONG_SHAPE),
+        (torch.zeros(4099, dtype=torch.float64), Verdict.WRONG_DTYPE),
+    ],
+)
+def test_odd_outputs_of_an_element_wise_task_are_the_candidates_verdicts(output, expected):
+    task = find("Activation/gelu")
+    assert verdict(task, [output])[0] == expected
+
+
+def constant_like(want, inputs, kind):
+    """Outputs of the reference's structure, shapes and dtypes: every tensor all zeros, all ones,
+    or (``identity``) a copy of the first input tensor of its shape and dtype (zeros where there
+    is none); Python numbers 0 or 1."""
+    if isinstance(want, tuple | list):
+        return type(want)(constant_like(w, inputs, kind) for w in want)
+    if isinstance(want, torch.Tensor):
+        if kind == "identity":
+            same = [
+                t
+                for t in leaves((inputs.args, list(inputs.kwargs.values())))
+                if t.shape == want.shape and t.dtype == want.dtype
+            ]
+            if same:
+                return same[0].detach().clone()
+        fill = torch.ones if kind == "ones" else torch.zeros
+        return fill(want.shape, dtype=want.dtype)
+    if isinstance(want, bool | int | float):
+        return type(want)(kind == "ones")
+    return want
+
+
+def test_no_constant_or_identity_output_passes_any_deterministic_task():
+    """All-zero, all-one and identity outputs (a constant answer on every task, this year's
+    public exploit) fail every deterministic task of the suite: some case of each rejects each,
+    judged in-process by the trusted judge alone (no children)."""
+    from kbx.suite import load_suite
+
+    passing = []
+    for task in load_suite():
+        task = find(task) if isinstance(task, str) else task
+        if task.random:
+            continue
+        for kind in ("zeros", "ones", "identity"):
+            for index in range(len(task.cases)):
+                inputs, want = REFS.expected(task, "cases", index)
+                output = constant_like(want, inputs, kind)
+                if verdict(task, [output], index)[0] != Verdict.PASSED:
+                    break
+            else:
+                passing.append(f"{task.id}: {kind}")
+        REFS.forget(task)
+    assert not passing, passing
+
 
 TASK = find("Quantization/attention_w8a8")
 ONE_OFF = """

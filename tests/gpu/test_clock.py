@@ -545,3 +545,125 @@ def test_a_prepared_profiler_imports_nothing_when_a_case_is_profiled():
         new[how] = json.loads(out.stdout.strip().splitlines()[-1])
     assert "torch._inductor" in new["bare"]  # what the preparation takes out of the turn
     assert new["prepared"] == []
+
+
+def test_each_timed_output_is_taken_as_it_is_when_its_call_returns(monkeypatch):
+    """Work left for later (a thread that fills the output after kbx's clock stopped) is
+    missing from the timed output the parent checks: the final call's output is copied once the
+    work queued by its return is done, not whenever kbx gets to it."""
+    import dataclasses
+    import threading
+    import time
+
+    import pytest
+    import torch
+
+    from kbx.evaluate import check as reference
+    from kbx.sandbox.child import runner
+    from kbx.suite import find
+    from kbx.suite.task import Case
+    from kbx.suite.verdict import Reject, Verdict
+
+    stand_in_clock(monkeypatch, passes=3)
+    task = dataclasses.replace(find("Math/rsqrt"), bench=(Case((1000,), seed=11),))
+    plan = runner.Plan.build(task, Placement(timed=True), bench=True)
+
+    class Quiet:
+        def send(self, event, **fields):
+            pass
+
+    def later(x, out=None):
+        y = torch.full_like(x, float("nan"))
+        threading.Timer(0.05, lambda: y.copy_(torch.rsqrt(x))).start()
+        return y
+
+    copy_out = runner.copy_out
+
+    def in_a_while(*args, **kwargs):  # as after other cases' timings
+        time.sleep(0.3)  # every thread has filled its output by now
+        return copy_out(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "copy_out", in_a_while)
+    _, timed, variants = runner.time_bench(task, plan, later, Quiet())
+    with pytest.raises(Reject) as caught:
+        reference.judge(task, keyed({"timed": timed}), variants=dict(enumerate(variants)))
+    assert caught.value.verdict == Verdict.MISMATCH
+
+
+def test_the_timing_loop_was_bound_before_the_candidate_and_sends_its_raw_samples(monkeypatch):
+    """Replacing ``runner.time_case`` (a module global the candidate's process can rebind)
+    changes nothing; every timed call's time goes to the parent, which computes the statistics
+    (``follow.from_samples``): a median the child reports is not taken."""
+    import dataclasses
+
+    from kbx.core.config import Limits
+    from kbx.gpu import clock as timing
+    from kbx.sandbox import follow
+    from kbx.sandbox.child import runner
+    from kbx.sandbox.expect import Expected
+    from kbx.sandbox.wire.channel import encode, parse_line
+    from kbx.suite import find
+    from kbx.suite.task import Case
+
+    def cpu_time_calls(calls, prepare=None, budget_ms=0.0, warm_hold=None, turn=None, rel_ci=0.01):
+        for i in range(4):
+            prepare(i % len(calls))
+            calls[i % len(calls)]()
+        return timing.Timing(0.001, 0.001, 0.001, 0.001, 4, (2.0, 1.0, 3.0, 4.0))
+
+    stand_in_clock(monkeypatch, passes=4)
+    monkeypatch.setattr(timing, "time_calls", cpu_time_calls)
+    monkeypatch.setattr(runner, "time_case", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
+    task = dataclasses.replace(find("Math/rsqrt"), bench=(Case((1000,), seed=11),))
+    plan = runner.Plan.build(task, Placement(timed=True), bench=True)
+    sent = []
+
+    class Channel:
+        def send(self, event, **fields):
+            sent.append((event, fields))
+
+    timings, _, _ = runner.time_bench(task, plan, lambda x, out=None: x.rsqrt(), Channel())
+    assert ("samples", {"index": 0, "ms": [2.0, 1.0, 3.0, 4.0]}) in sent
+    assert timings[0]["median_ms"] == 0.001  # what the child says
+    follower = follow.Follower(
+        os.getpid(), Expected({}, (0,), 1), Limits(), "cuda", perf=True, triton=False
+    )
+    said = [("ready", {"parts": {}}), ("imported", {}), ("case", {"kind": "bench", "index": 0})]
+    said += [("timing", {"index": 0}), *[m for m in sent if m[0] == "samples"]]
+    for event, fields in said:
+        assert not follower.take(parse_line(encode(event, **fields).rstrip(b"\n")))
+    assert follower.take(parse_line(encode("done", timings=timings).rstrip(b"\n")))
+    trusted = follower.got.timings
+    assert trusted[0]["median_ms"] == 2.5 and trusted[0]["min_ms"] == 1.0
+    assert trusted[0]["reps"] == 4 and trusted[0]["fresh_ms"] == timings[0]["fresh_ms"]
+
+
+def test_the_l2_is_made_cold_for_persisting_lines_through_the_driver():
+    """Before every timed call: the persisting carve-out set to zero and every persisting line
+    reset (a candidate's access-policy window keeps nothing across kbx's flush); without the
+    CUDA driver, nothing to do."""
+    from kbx.gpu import clock as timing
+
+    calls = []
+
+    class Driver:
+        class cuCtxSetLimit:  # noqa: N801 - the driver's names
+            def __call__(self, limit, value):
+                calls.append(("limit", limit, value))
+                return 0
+
+        class cuCtxResetPersistingL2Cache:  # noqa: N801
+            def __call__(self):
+                calls.append(("reset",))
+                return 0
+
+    driver = Driver()
+    driver.cuCtxSetLimit = Driver.cuCtxSetLimit()
+    driver.cuCtxResetPersistingL2Cache = Driver.cuCtxResetPersistingL2Cache()
+    timing.cold_l2(driver)()
+    assert calls == [("limit", timing.CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0), ("reset",)]
+
+    class Old:
+        pass
+
+    assert timing.cold_l2(Old())() is None  # a driver without them: nothing to do

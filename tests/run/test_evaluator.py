@@ -18,7 +18,7 @@ from kbx.core.config import EvalConfig, Limits, Tuning
 from kbx.core.result import Result
 from kbx.run import evaluator
 from kbx.run.evaluator import Evaluator, LocalBackend
-from kbx.suite.verdict import START_FAILED, Verdict
+from kbx.suite.verdict import SHARED_DISK_FULL, START_FAILED, Verdict
 from tests.conftest import BAD, REFERENCE
 
 TUNING = Tuning(jobs=2, limits=Limits(import_s=60, case_s=60))
@@ -224,6 +224,9 @@ def test_a_verdict_another_candidate_may_have_caused_is_judged_again_alone():
         (Verdict.HARNESS_ERROR, f"{START_FAILED} (exit 70): CUDA out of memory", "cuda", True),
         (Verdict.HARNESS_ERROR, f"{START_FAILED} (exit 70): no module named x", "cpu", False),
         (Verdict.HARNESS_ERROR, "ray backend: ActorDiedError", "cuda", False),
+        (Verdict.HARNESS_ERROR, "OSError: [Errno 28] No space left on device", "cpu", True),
+        (Verdict.CRASHED, "OSError: [Errno 28] No space left on device", "cpu", False),
+        (Verdict.CRASHED, f"{SHARED_DISK_FULL} during cases 0: OSError: [Errno 28]", "cpu", True),
     ],
 )
 def test_which_verdicts_are_judged_again(verdict, detail, device, again):

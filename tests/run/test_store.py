@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -32,6 +33,29 @@ def test_put_replaces_by_key(tmp_path):
     store.put("k2", record("A/b", "passed"))
     assert store.keys() == {"k1", "k2"}
     assert [r["verdict"] for r in store.records()] == ["passed", "passed"]
+
+
+def test_a_failed_commit_keeps_the_record_and_the_run_going(tmp_path, capsys):
+    """A full disk (SQLite's "database or disk is full") costs no record and ends no run: the
+    record is kept in memory, exported, and written with the next commit that works."""
+    store = Store(tmp_path / "s.sqlite")
+    store.put("k1", dict(record("A/a", "passed"), key="k1"))
+    real = store.insert
+
+    def full(key, rec):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    store.insert = full  # type: ignore[method-assign]
+    store.put("k2", dict(record("A/b", "mismatch"), key="k2"))
+    assert "database or disk is full" in capsys.readouterr().err
+    assert store.keys() == {"k1", "k2"}
+    assert [r["key"] for r in store.records()] == ["k1", "k2"]
+    store.insert = real  # type: ignore[method-assign]
+    store.put("k3", dict(record("A/c", "passed"), key="k3"))
+    assert not store.pending
+    store.close()
+    again = Store(tmp_path / "s.sqlite")
+    assert [r["key"] for r in again.records()] == ["k1", "k2", "k3"]
 
 
 def test_seed_adds_only_missing_records_from_an_export(tmp_path):

@@ -2,6 +2,7 @@
 settings from ``prepare()`` made here, as the parent does, then tries an attack that must fail."""
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -429,25 +430,29 @@ print(json.dumps([got, os.getpid(), os.getuid()]), flush=True)
     assert pid == 2 and uid == 65534
 
 
-def test_a_later_uid_adds_files_to_the_folders_an_earlier_one_made_in_a_shared_cache(work):
-    """Triton writes a temporary file into the kernel's hash folder, which the first child of
-    the same code made (a false runtime_error on the H200 when its mode was 0755)."""
+def test_what_a_child_makes_is_its_own_even_in_a_folder_both_may_write(work):
+    """umask 077: a folder a child makes, and the files in it, are its uid's alone; a later child
+    of another uid, allowed by landlock to write the same place (as children once shared a
+    kernel cache), can neither read them nor add to them."""
     if os.geteuid() != 0:
         pytest.skip("uids are chosen only when kbx runs as root")
     cache = work / "cache"
     cache.mkdir()
     cache.chmod(0o777)
-    held = []
+    held, said = [], []
     try:
         for name in ("first", "second"):
             folder = work / name
             settings = confine.prepare(folder, [], "cpu", [cache])
             held.append(settings)  # kept: the second child gets another uid
             body = f"""
-            os.makedirs({str(cache / "hash")!r}, exist_ok=True)
-            with open({str(cache / "hash" / name)!r}, 'w') as f:
-                f.write('x')
-            say(uid=os.getuid(), applied=list(applied))
+            def make():
+                os.makedirs({str(cache / "hash")!r}, exist_ok=True)
+                with open({str(cache / "hash" / name)!r}, 'w') as f:
+                    f.write('x')
+            def peek():
+                return open({str(cache / "hash" / "first")!r}).read()
+            say(uid=os.getuid(), applied=list(applied), make=err(make), peek=err(peek))
             """
             script = PRELUDE + textwrap.dedent(body)
             out = subprocess.run(
@@ -458,9 +463,63 @@ def test_a_later_uid_adds_files_to_the_folders_an_earlier_one_made_in_a_shared_c
                 timeout=60,
             )
             assert out.returncode == 0, out.stderr
-            assert "uid" in json.loads(out.stdout)["applied"]
+            said.append(json.loads(out.stdout))
+            assert "uid" in said[-1]["applied"]
         assert held[0]["uid"] != held[1]["uid"]
-        assert sorted(p.name for p in (cache / "hash").iterdir()) == ["first", "second"]
+        assert said[0]["make"] is None and said[0]["peek"] is None
+        assert said[1]["make"] == errno.EACCES and said[1]["peek"] == errno.EACCES
+        assert sorted(p.name for p in (cache / "hash").iterdir()) == ["first"]
+        assert (cache / "hash").stat().st_mode & 0o777 == 0o700
     finally:
         for settings in held:
             confine.release(settings)
+
+
+def test_a_child_has_its_own_capped_dev_shm_and_folder_and_sees_no_other(work):
+    """Its /dev/shm is a tmpfs of its own (``SHM_BYTES``), the host's (every other child's
+    folder below it) out of sight; with a folder made a filesystem of its own by the parent
+    (``folder.Folder``), that filesystem is its working folder, capped at its size, and what it
+    writes there reaches the parent through the parent's descriptor, not the host's path."""
+    if os.geteuid() != 0:
+        pytest.skip("a filesystem of its own needs root")
+    from kbx.sandbox.folder import Folder
+    from kbx.sandbox.wire.confinement import SHM_BYTES
+
+    neighbour = Path(tempfile.mkdtemp(prefix="kbx-neighbour-", dir=scratch()))
+    folder = Folder(scratch(), 8 << 20, True)
+    try:
+        if not folder.private:
+            pytest.skip("no Linux mount API here")
+        dev, ino = folder.identity
+
+        def tweak(settings):
+            folder.own(settings["uid"])
+            settings["scratch"] = {"path": str(folder.path), "dev": dev, "ino": ino}
+
+        body = """
+        def fill(path, mib):
+            with open(path, "wb") as f:
+                for _ in range(mib):
+                    f.write(b"\\0" * (1 << 20))
+        shm = os.statvfs("/dev/shm")
+        here = os.statvfs(".")
+        say(cwd=os.getcwd(), shm=shm.f_blocks * shm.f_frsize, folder=here.f_blocks * here.f_frsize,
+            seen=sorted(os.listdir("/dev/shm")), mine=err(fill, "mine.bin", 1),
+            full=err(fill, "full.bin", 16), shm_write=err(fill, "/dev/shm/x", 1))
+        """
+        proc, settings = start(body, folder.path, tweak, pass_fds=(folder.mount,))
+        try:
+            out, _ = proc.communicate(timeout=60)
+        finally:
+            kill(proc)
+            confine.release(settings)
+        seen = json.loads(out.splitlines()[-1])
+        assert seen["cwd"] == str(folder.path) and seen["mine"] is None
+        assert seen["shm"] == SHM_BYTES and seen["folder"] == 8 << 20
+        assert seen["seen"] == [folder.path.name]  # no neighbour: only its own mount point
+        assert seen["full"] == errno.ENOSPC and seen["shm_write"] == errno.EACCES
+        assert os.listdir(folder.path) == [] and not os.listdir(neighbour)  # the host's: untouched
+        assert {"mine.bin", "stderr.txt", "stdout.txt"} <= set(os.listdir(folder.fd))
+    finally:
+        folder.close()
+        shutil.rmtree(neighbour)

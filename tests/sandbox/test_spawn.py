@@ -49,15 +49,20 @@ def test_waiting_for_the_gpu_lock_does_not_time_the_candidate_out(tmp_path, pool
     assert {kind for kind, _ in run.outputs} >= {"cases", "refill"}
 
 
-def test_the_triton_cache_is_the_run_folders_unless_shared_and_keeps_autotuning(tmp_path):
-    """Children compile into the run's own Triton cache by default; --triton-cache shares one
-    across runs; either way autotuning results are cached with the kernels."""
+def test_each_child_compiles_in_its_own_folder_and_the_run_keeps_the_store(tmp_path):
+    """Children compile into a Triton cache of their own, in their folder; the run's cache
+    folder (or --triton-cache's, shared across runs) is the parent's store of their kernels
+    (``kernels``); either way autotuning results are cached with the kernels."""
     own = settings(EvalConfig(device="cpu", run_dir=tmp_path / "run"))
+    assert own.triton_cache == tmp_path / "run" / "triton-cache"
     env = child_env(tmp_path / "work", own)
-    assert env["TRITON_CACHE_DIR"] == str(tmp_path / "run" / "triton-cache")
+    assert env["TRITON_CACHE_DIR"] == str(tmp_path / "work" / "triton-cache")
     assert env["TRITON_CACHE_AUTOTUNING"] == "1"
     shared = EvalConfig(device="cpu", run_dir=tmp_path / "run").tuned(triton_cache=tmp_path / "t")
-    assert child_env(tmp_path / "work", settings(shared))["TRITON_CACHE_DIR"] == str(tmp_path / "t")
+    assert settings(shared).triton_cache == tmp_path / "t"
+    assert child_env(tmp_path / "w", settings(shared))["TRITON_CACHE_DIR"] == str(
+        tmp_path / "w" / "triton-cache"
+    )
 
 
 def test_a_finished_child_reports_its_cpu_time_and_where_its_setup_went(tmp_path, pool):

@@ -6,8 +6,7 @@ from kbx.sandbox import stderrs
 
 
 def reason(tmp_path: Path, text: str) -> str:
-    (tmp_path / "stderr.txt").write_text(text)
-    return stderrs.summary(tmp_path / "stderr.txt", tmp_path)
+    return stderrs.summary(text, tmp_path)
 
 
 def test_a_long_exception_keeps_its_headline(tmp_path):
@@ -35,5 +34,11 @@ def test_without_an_exception_the_last_lines(tmp_path):
     assert not stderrs.lacked_memory("two | three | four")
 
 
-def test_no_file_no_reason(tmp_path):
-    assert stderrs.summary(tmp_path / "missing.txt", tmp_path) == ""
+def test_nothing_written_no_reason(tmp_path):
+    assert stderrs.summary("", tmp_path) == ""
+
+
+def test_a_full_disk_is_told_apart():
+    assert stderrs.lacked_space("OSError: [Errno 28] No space left on device: 'cases-0'")
+    assert stderrs.lacked_space("sqlite3.OperationalError: database or disk is full")
+    assert not stderrs.lacked_space("two | three | four")

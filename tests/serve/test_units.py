@@ -79,7 +79,10 @@ def test_the_thorough_knobs_reach_the_child_and_tighten_the_timing() -> None:
 
     tuning = profile("thorough", "cuda", Tuning()).tuning
     child = childenv.settings(EvalConfig(device="cuda", tuning=tuning))
-    assert (child.timing_rel_ci, child.timing_budget_ms) == (tuning.timing_rel_ci, tuning.timing_budget_ms)
+    assert (child.timing_rel_ci, child.timing_budget_ms) == (
+        tuning.timing_rel_ci,
+        tuning.timing_budget_ms,
+    )
 
     def reps(rel_ci: float) -> int:
         rng = random.Random(0)  # a clock with 10% noise, in ms

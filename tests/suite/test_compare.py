@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from kbx.suite import tensors
-from kbx.suite.compare import OneStep, compare
+from kbx.suite.compare import OneStep, as_tensors, compare
 from kbx.suite.task import Tolerance
+from kbx.suite.tensors import Unstored
 from kbx.suite.verdict import Reject, Verdict
 
 TOL = Tolerance(rtol=1e-5, atol=1e-6)
@@ -179,3 +180,43 @@ def test_steps_as_factors_never_multiplied_out():
     rows, cols = torch.tensor([[1.0], [1.0], [2.0], [1.0]]), torch.full((1, 5), 0.3)
     assert stepped(got, want, (rows, cols))[0] == Verdict.PASSED  # step 0.6 there
     assert stepped(got, want, (rows, cols[:, :1] * 0.9))[0] == Verdict.MISMATCH  # 0.54
+
+
+@pytest.mark.parametrize(
+    ("got", "verdict", "detail"),
+    [
+        (2**63, Verdict.WRONG_SHAPE, "output: expected a tensor, got int"),
+        (-(2**63) - 1, Verdict.WRONG_SHAPE, "output: expected a tensor, got int"),
+        (
+            Unstored("a torch.uint32 tensor", "torch.uint32", (2,)),
+            Verdict.WRONG_DTYPE,
+            "output: dtype torch.uint32 (a torch.uint32 tensor), expected torch.float32",
+        ),
+        (
+            Unstored("a sparse tensor", "torch.float32", (2,)),
+            Verdict.WRONG_SHAPE,
+            "output: expected a tensor, got a sparse tensor",
+        ),
+        (
+            Unstored("a torch.uint32 tensor", "torch.uint32", (3,)),
+            Verdict.WRONG_SHAPE,
+            "output: expected a tensor, got a torch.uint32 tensor",
+        ),
+        (Unstored("outputs nested deeper than 16"), Verdict.WRONG_SHAPE, "nested deeper"),
+    ],
+)
+def test_what_kbx_could_not_store_or_make_a_tensor_of_is_a_verdict(got, verdict, detail):
+    """Outputs the child could not store (placeholders) and ints no tensor holds are the
+    candidate's wrong shape or dtype, never an exception of kbx's comparison."""
+    for values in (True, False):
+        with pytest.raises(Reject) as caught:
+            compare(got, torch.zeros(2), TOL, values=values)
+        assert caught.value.verdict == verdict and detail in caught.value.detail
+    assert verdict_of((got,), (torch.zeros(2),))[0] == verdict
+
+
+def test_scalars_become_the_tensors_they_stand_for_through_sequences():
+    got = as_tensors((1.5, [2, True], None, 2**70, "x"))
+    assert isinstance(got, tuple) and isinstance(got[1], list)
+    assert got[0].dtype == torch.float32 and got[1][0].dtype == torch.int64
+    assert got[1][1].dtype == torch.bool and got[2:] == (None, 2**70, "x")

@@ -10,11 +10,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import torch
+
 from kbx.evaluate.references import References, on_cpu
 from kbx.gpu.gpulock import waited_s
 from kbx.gpu.gpuops import gpu_ops_locked, wait_loaded
 from kbx.gpu.placement import CPU, Placement
-from kbx.suite.compare import OneStep, compare
+from kbx.suite.compare import OneStep, as_tensors, compare
 from kbx.suite.task import Inputs, Task, Tolerance
 from kbx.suite.verdict import Reject, Verdict
 
@@ -119,22 +121,35 @@ def judge_case(
 
 
 def verdict_on(task: Task, inputs: Inputs, want: Any, runs: list[Any]) -> None:
+    """Raise ``Reject`` unless ``runs`` are right; whatever the candidate returned, nothing else
+    is raised: an exception of the comparison or of the task's check on these outputs is the
+    outputs' ``mismatch``, naming it (kbx's own memory running out stays kbx's fault)."""
+    try:
+        judge_runs(task, inputs, want, runs)
+    except (Reject, MemoryError, torch.OutOfMemoryError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - the outputs made kbx's trusted check raise
+        what = one_line(f"{type(exc).__name__}: {exc}")
+        raise Reject(Verdict.MISMATCH, f"the check cannot judge these outputs ({what})") from None
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def judge_runs(task: Task, inputs: Inputs, want: Any, runs: list[Any]) -> None:
     got = runs[0]
     if not task.random:
         if task.check is not None:
             compare_structure(got, want)
-            reason = task.check(inputs, got)
-            if reason:
-                raise Reject(Verdict.MISMATCH, reason)
+            check_property(task, inputs, got)
             return
         compare(got, want, task.tolerance, step=one_step(task, inputs))
         return
     compare_structure(got, want)
     if len(runs) == 1:  # a timed call: the seed rules were checked on the first calls
-        assert task.check is not None
-        reason = task.check(inputs, got)
-        if reason:
-            raise Reject(Verdict.MISMATCH, reason)
+        check_property(task, inputs, got)
         return
     try:
         compare(runs[1], got, EXACT)
@@ -146,8 +161,15 @@ def verdict_on(task: Task, inputs: Inputs, want: Any, runs: list[Any]) -> None:
         ) from None
     if outputs_equal(runs[2], got):
         raise Reject(Verdict.MISMATCH, "the output does not change with torch's seed")
+    check_property(task, inputs, got)
+
+
+def check_property(task: Task, inputs: Inputs, got: Any) -> None:
+    """The task's own check, on outputs whose structure, shapes and dtypes are right: Python
+    scalars in them are made the 0-d tensors they stood for (a task's check may call tensor
+    methods on them)."""
     assert task.check is not None
-    reason = task.check(inputs, got)
+    reason = task.check(inputs, as_tensors(got))
     if reason:
         raise Reject(Verdict.MISMATCH, reason)
 

@@ -17,7 +17,7 @@ import torch
 
 from kbx.gpu import clock
 from kbx.suite.task import Case, Inputs, Task
-from kbx.suite.tensors import fresh_arguments, leaves, refill_case, restore
+from kbx.suite.tensors import detached, fresh_arguments, leaves, refill_case, restore
 
 
 @dataclass(frozen=True)
@@ -212,14 +212,35 @@ class Rotation:
         self.load(0, 0)
 
     def final(self, variant: int) -> Any:
-        """One more call made like the timed ones, on set 0 with contents ``variant``."""
+        """One more call made like the timed ones, on set 0 with contents ``variant``: its
+        output as it is once the GPU has done the work queued by the time the call returned
+        (on every stream), copied there and then (``snapshot``).  Work the call left for later,
+        a thread that launches it after kbx's clock stopped, or a later call that finishes it,
+        is missing from what the parent checks: each timed call's own output must be done
+        within its own timed window."""
         self.load(0, variant)
         self.calls[0]()
-        if torch.cuda.is_available() and torch.cuda.is_initialized():
+        cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+        if cuda:
             torch.cuda.synchronize()  # side streams included
+        out = self.out
         if self.task.inplace:
-            return (self.out, tuple(self.sets[0][0][p] for p in self.task.inplace))
-        return self.out
+            out = (out, tuple(self.sets[0][0][p] for p in self.task.inplace))
+        out = snapshot(out)
+        if cuda:
+            torch.cuda.synchronize()
+        return out
+
+
+def snapshot(x: Any) -> Any:
+    """Copies of the plain tensors in ``x`` as they are now (through ``detached``: a tensor
+    subclass or another object becomes its placeholder, without running its code)."""
+    x = detached(x)
+    if isinstance(x, torch.Tensor):
+        return torch.Tensor.clone(x)
+    if isinstance(x, tuple):
+        return tuple(snapshot(v) for v in x)
+    return x
 
 
 def time_case(

@@ -1,12 +1,13 @@
 """GPU timing used for the candidate (in its child) and the baselines (in a trusted process).
 
 Warm-up calls first (compile, autotune and first launches excluded); the L2 cache is flushed before
-each timed call; CUDA events bracket the call, the end after the GPU has finished the call's
-work on every stream (``cuda_clock`` says how, and how launch and sync overheads are kept out);
-calls rotate over several input sets at distinct addresses; repetitions go on until the 95%
-confidence interval of the median is within +-1% of it or the time budget is spent (calls of
-20 ms or more: 2 input sets, 5 repetitions at least; of 250 ms or more: 3).  See
-docs/design/timing.md."""
+each timed call, its persisting lines reset and its persisting carve-out set to zero first (a
+candidate's access-policy window keeps nothing across kbx's flush); CUDA events bracket the call,
+the end after the GPU has finished the call's work on every stream (``cuda_clock`` says how, and
+how launch and sync overheads are kept out); calls rotate over several input sets at distinct
+addresses; repetitions go on until the 95% confidence interval of the median is within +-1% of it
+or the time budget is spent (calls of 20 ms or more: 2 input sets, 5 repetitions at least; of 250
+ms or more: 3). See docs/design/timing.md."""
 
 from __future__ import annotations
 
@@ -44,6 +45,21 @@ class Timing:
     ci_high_ms: float
     min_ms: float
     reps: int
+    samples_ms: tuple[float, ...] = ()  # every timed call's time, in order (``statistics``)
+
+
+def statistics_of(samples: Sequence[float]) -> dict[str, float | int]:
+    """The median, its confidence interval, the fastest call and the count of ``samples``: how
+    the parent reads a child's timing from the raw times it reported (``follow``), so that no
+    statistic the candidate's process computed is taken on trust."""
+    lo, hi = median_ci(samples)
+    return {
+        "median_ms": statistics.median(samples),
+        "ci_low_ms": lo,
+        "ci_high_ms": hi,
+        "min_ms": min(samples),
+        "reps": len(samples),
+    }
 
 
 def median_ci(times: Sequence[float], z: float = 1.96) -> tuple[float, float]:
@@ -87,7 +103,7 @@ def measure(
             if (time.monotonic() - start) * 1000 > budget_ms:
                 break
     lo, hi = median_ci(times)
-    return Timing(statistics.median(times), lo, hi, min(times), len(times))
+    return Timing(statistics.median(times), lo, hi, min(times), len(times), tuple(times))
 
 
 # Warm-up wall time after every set's first call: short, since it is spent in an exclusive turn,
@@ -174,6 +190,7 @@ class CudaOps(NamedTuple):
     sleep: Callable[[int], None]  # a spin kernel of so many cycles
     stream: Callable[[], Any]  # the current stream
     zero: Callable[[Any], Any]  # Tensor.zero_
+    cold_l2: Callable[[], None]  # no persisting L2 lines, no carve-out for them (``cold_l2``)
 
 
 @functools.cache
@@ -191,7 +208,36 @@ def cuda_ops() -> CudaOps:
         sleep=torch._C._cuda_sleep,
         stream=torch.cuda.current_stream,
         zero=torch.Tensor.zero_,
+        cold_l2=cold_l2(),
     )
+
+
+CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06  # CUlimit (cuda.h)
+
+
+def cold_l2(driver: Any = None) -> Callable[[], None]:
+    """A call that makes the L2 cold for persisting accesses, bound to the CUDA driver's own
+    functions (``driver``: libcuda, loaded here when None): the persisting carve-out set to
+    zero bytes (``cuCtxSetLimit``) and every line a candidate's access-policy window made
+    persisting reset to normal (``cuCtxResetPersistingL2Cache``), so that kbx's flush evicts
+    them too.  Called before every timed call: a window the candidate sets again inside its
+    call persists nothing into the next one.  Where the driver has neither function (no CUDA,
+    an old driver), a call that does nothing."""
+    import ctypes
+
+    try:
+        lib = driver if driver is not None else ctypes.CDLL("libcuda.so.1")
+        set_limit, reset = lib.cuCtxSetLimit, lib.cuCtxResetPersistingL2Cache
+    except (OSError, AttributeError):
+        return lambda: None
+    set_limit.argtypes, set_limit.restype = [ctypes.c_int, ctypes.c_size_t], ctypes.c_int
+    reset.argtypes, reset.restype = [], ctypes.c_int
+
+    def cold() -> None:
+        set_limit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0)
+        reset()
+
+    return cold
 
 
 def cuda_clock() -> Clock:
@@ -227,6 +273,7 @@ def new_cuda_clock() -> Clock:
 
     def raw(call: Callable[[], Any]) -> tuple[float, float]:
         begin, on_stream, after_sync = ops.event(), ops.event(), ops.event()
+        ops.cold_l2()  # no line survives the flush as persisting
         ops.zero(flush)  # evict the previous call's data from L2
         ops.sleep(SLEEP_CYCLES)
         ops.record(begin, ops.stream())

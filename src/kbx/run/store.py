@@ -1,13 +1,16 @@
 """SQLite results store (WAL) of a run folder, and its JSONL / summary exports.
 
 Each finished candidate is committed at once under its resume key, so a run killed at any point
-(SIGKILL included) loses at most the candidates in flight, and re-running skips the rest.
+(SIGKILL included) loses at most the candidates in flight, and re-running skips the rest.  A
+commit that fails (the disk full) does not end the run: the record is kept in memory, written
+with the next commit that works, and exported all the same.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 import threading
 from collections import Counter
 from pathlib import Path
@@ -35,24 +38,41 @@ class Store:
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
         self.lock = threading.Lock()
+        self.pending: dict[str, dict[str, Any]] = {}  # records whose commit failed, in order
 
     def keys(self) -> set[str]:
         with self.lock:
-            return {row[0] for row in self.db.execute("SELECT key FROM results")}
+            return {row[0] for row in self.db.execute("SELECT key FROM results")} | set(
+                self.pending
+            )
 
     def put(self, key: str, record: dict[str, Any]) -> None:
+        """Commit ``record``, with any whose commit failed before it; a failure keeps them for
+        the next (one line on stderr), never ends the run."""
         with self.lock:
-            seq = self.db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM results").fetchone()[0]
-            self.db.execute(
-                "INSERT OR REPLACE INTO results (key, task_id, verdict, record, seq) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (key, record["task_id"], record["verdict"], json.dumps(record), seq),
-            )
+            self.pending.pop(key, None)
+            self.pending[key] = record
+            try:
+                for k, r in list(self.pending.items()):
+                    self.insert(k, r)
+                    del self.pending[k]
+            except sqlite3.Error as exc:
+                sys.stderr.write(f"kbx: results store: {exc}; {len(self.pending)} kept in memory\n")
+
+    def insert(self, key: str, record: dict[str, Any]) -> None:
+        seq = self.db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM results").fetchone()[0]
+        self.db.execute(
+            "INSERT OR REPLACE INTO results (key, task_id, verdict, record, seq) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (key, record["task_id"], record["verdict"], json.dumps(record), seq),
+        )
 
     def records(self) -> list[dict[str, Any]]:
         with self.lock:
             rows = self.db.execute("SELECT record FROM results ORDER BY seq").fetchall()
-        return [json.loads(r[0]) for r in rows]
+            stored = [json.loads(r[0]) for r in rows]
+            later = list(self.pending.values())
+        return [r for r in stored if r.get("key") not in self.pending] + later
 
     def seed(self, results: Path) -> int:
         """Add the records of an exported ``results.jsonl`` (another machine's run, say) that this

@@ -1,5 +1,5 @@
 """The child's settings and surroundings: what it may see of the environment, its GPU, its
-file size cap, its Triton kernel cache, and the fork server's environment (the children's, less
+file size cap and its folder's size, and the fork server's environment (the children's, less
 what each sets for itself).
 
 ``settings`` cuts a run's ``EvalConfig`` to the ``ChildConfig`` one job's child runs under
@@ -8,7 +8,6 @@ what each sets for itself).
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections import Counter
 from collections.abc import Sequence
@@ -23,7 +22,8 @@ from kbx.suite.task import Task
 
 def settings(cfg: EvalConfig) -> ChildConfig:
     """The child's settings for ``cfg``: the run folder's Triton cache (or the tuning's shared
-    one) and, on a GPU, that GPU's lock and timing core."""
+    one: the parent's store of compiled kernels, ``kernels``) and, on a GPU, that GPU's lock and
+    timing core."""
     run_dir = cfg.run_dir.resolve() if cfg.run_dir else None
     tuning = cfg.tuning
     cache = tuning.triton_cache.resolve() if tuning.triton_cache else None
@@ -79,9 +79,9 @@ def child_env(workdir: Path, cfg: ChildConfig) -> dict[str, str]:
         PYTHONPATH=SOURCE_ROOT,
         OMP_NUM_THREADS=str(cfg.threads),
         MKL_NUM_THREADS=str(cfg.threads),
-        TRITON_CACHE_DIR=str(cfg.triton_cache or workdir / "triton-cache"),  # Child: its own
-        # autotuning results go to that cache too: a kernel seen before (another candidate's,
-        # or the same one in an earlier run sharing the cache) is not benchmarked again
+        TRITON_CACHE_DIR=str(workdir / "triton-cache"),  # its own (``kernels``)
+        # autotuning results go to that cache too: a kernel seen before (by the same code on the
+        # same task, in an earlier run sharing the store) is not benchmarked again
         TRITON_CACHE_AUTOTUNING="1",
         KINETO_LOG_LEVEL=QUIET_KINETO,
     )
@@ -129,16 +129,17 @@ def file_cap(task: Task, device: str) -> int:
     return 4 * max(outputs.case_bytes_cap(runs * int(task.bytes_moved(c))) for c in cases)
 
 
-def kernel_cache(cfg: ChildConfig, workdir: Path, code: str) -> Path:
-    """The Triton kernel cache a child writes: the run's (or ``--triton-cache``'s), in a folder
-    of this candidate's code alone, so that no candidate can plant a kernel or an autotuning
-    choice that another one loads, while the same code evaluated again (a warm run) finds its
-    own; without a run folder, one in the child's own folder."""
-    folder = workdir / "triton-cache"
-    if cfg.triton_cache is not None:
-        folder = cfg.triton_cache / hashlib.sha256(code.encode()).hexdigest()[:24]
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+def folder_bytes(task: Task, device: str, runs: dict[tuple[str, int], int]) -> int:
+    """The size of a child's own filesystem (``folder``): room for every output file it hands
+    back (``runs``: the runs of each, as ``expect`` lists them; an output is at most the bytes
+    its case moves, and a header), and one more file at its size cap (``file_cap``) for the
+    candidate's own files, its kernel cache and outputs somewhat too large.  A candidate that
+    fills it fills only its own disk."""
+    total = file_cap(task, device)
+    for (kind, index), count in runs.items():
+        case = (task.cases if kind in ("cases", "refill") else task.bench)[index]
+        total += count * int(task.bytes_moved(case)) + (1 << 20)
+    return total
 
 
 def process_cpu_s(pid: int) -> float | None:

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbx.gpu import clock
 from kbx.sandbox import evidence
 from kbx.sandbox.childenv import tree_cpu_s
 from kbx.sandbox.expect import Expected, Key
@@ -43,6 +44,7 @@ class Announced:
     # wall seconds by phase (``phase``), and parts of the run phase: run_first, run_compile...
     spent: dict[str, float] = field(default_factory=dict)
     shares: dict[str, float | None] = field(default_factory=dict)  # GPU time in Triton, by case
+    samples: dict[int, list[float]] = field(default_factory=dict)  # timed calls, by bench case
     gpu_us: list[int] = field(default_factory=lambda: [0, 0])  # in Triton, in torch: all cases
 
 
@@ -136,6 +138,7 @@ class Follower:
                     self.got.spent[f"run_{name}"] = msg.parts[name]
             self.check_complete()
             self.check_share()
+            self.got.timings = from_samples(self.got.timings, self.got.samples)
             return True
         handler = getattr(self, f"on_{event}", None)
         if handler is not None:  # "saving" needs nothing
@@ -171,6 +174,11 @@ class Follower:
 
     def on_timing(self, msg: Any) -> None:
         self.enter(f"timing of bench {msg.index}", self.limits.timing_s)
+
+    def on_samples(self, msg: Any) -> None:
+        if not self.perf or msg.index in self.got.samples:
+            raise Reject(Verdict.FORBIDDEN, f"unexpected timing samples for bench {msg.index}")
+        self.got.samples[msg.index] = list(msg.ms)
 
     def on_output(self, msg: Any) -> None:
         self.announce_output(msg)
@@ -257,6 +265,7 @@ class Follower:
             "case": sum(1 for k, _ in self.expected.runs if k == "cases")
             + len(self.expected.bench),
             "timing": len(self.expected.bench) if self.perf else 0,
+            "samples": len(self.expected.bench) if self.perf else 0,
         }
         if any(self.seen.get(k, 0) != n for k, n in want.items()):
             raise Reject(
@@ -285,6 +294,18 @@ class Follower:
                 f"outputs or op evidence missing before the cut-off: {describe(lacking)}",
             )
         return self.expected.without(self.got.unfinished)
+
+
+def from_samples(
+    timings: list[dict[str, Any]], samples: dict[int, list[float]]
+) -> list[dict[str, Any]]:
+    """The child's timings with their statistics (median, interval, fastest call, count)
+    computed here from each case's raw samples: none the candidate's process computed is
+    taken on trust (a candidate that patched kbx's statistics there changes nothing)."""
+    return [
+        {**t, **clock.statistics_of(samples[i])} if i in samples else t
+        for i, t in enumerate(timings)
+    ]
 
 
 def describe(keys: list[Key]) -> str:

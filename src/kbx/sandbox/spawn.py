@@ -2,7 +2,10 @@
 
 The child (``child.py``) reports progress on a pipe.  The parent enforces a deadline for each
 stage and turns every way the child can end (signal, abort, hang, early exit) into a verdict for
-this candidate alone.  Only this module and the CLI read environment variables.
+this candidate alone.  The child's folder (``folder``: a filesystem of its own where the machine
+allows) is read only through descriptors the parent opened: its streams, kept open, and its
+output files, opened without following links; a name of kbx's in it replaced is ``forbidden``.
+Only this module and the CLI read environment variables.
 """
 
 from __future__ import annotations
@@ -10,32 +13,31 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbx.sandbox import confine, expect, stderrs
+from kbx.sandbox import confine, expect, kernels, stderrs
 from kbx.sandbox.childenv import (
     child_env,
     file_cap,
-    kernel_cache,
+    folder_bytes,
     server_env,
     tree_cpu_s,
 )
 from kbx.sandbox.expect import Key
+from kbx.sandbox.folder import Folder
 from kbx.sandbox.follow import CutOff, Follower, next_message
 from kbx.sandbox.servers import ForkedProcess, ForkServers
 from kbx.sandbox.wire import channel, outputs
 from kbx.sandbox.wire.confinement import limit_resources
 from kbx.sandbox.wire.job import ChildConfig, Job
 from kbx.suite.task import Task
-from kbx.suite.verdict import START_FAILED, Reject, Verdict
+from kbx.suite.verdict import SHARED_DISK_FULL, START_FAILED, Reject, Verdict
 
 __all__ = ["ChildConfig", "ChildRun", "run_child"]
 
@@ -63,8 +65,7 @@ def run_child(
     is on its way back): otherwise one such child would turn the server off for the rest of a
     run, and every later child would start a fresh interpreter."""
     for attempt in (1, 2):
-        workdir = Path(tempfile.mkdtemp(prefix="kbx-", dir=scratch_root()))
-        child = Child(task, code, cfg, workdir, servers)
+        child = Child(task, code, cfg, servers)
         try:
             return child.run()
         except Reject as r:
@@ -74,14 +75,17 @@ def run_child(
                 time.sleep(MEMORY_WAIT_S)
             elif servers is not None:
                 servers.give_up(cfg.device, r.detail)
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
     raise AssertionError("unreachable")
 
 
 def scratch_root() -> str | None:
     shm = Path("/dev/shm")
     return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+
+
+def private_folders() -> bool:
+    """Whether children get a mount namespace to attach a filesystem of their own in."""
+    return "mount" in confine.probe().layers
 
 
 # The child's setup, as it reports it: imports (after the fork), the CUDA context, the profiler's
@@ -96,24 +100,41 @@ class Child:
         task: Task,
         code: str,
         cfg: ChildConfig,
-        workdir: Path,
         servers: ForkServers | None = None,
     ) -> None:
         self.servers = servers
         self.made = time.monotonic()  # ``spawn`` counts from here: the folder's files too
-        self.task, self.cfg, self.workdir = task, cfg, workdir
-        (workdir / "candidate.py").write_text(code)
-        self.cache = kernel_cache(cfg, workdir, code)
+        self.task, self.cfg, self.code = task, cfg, code
         self.expected = expect.expected(task, cfg.device, cfg.timed)
+        size = folder_bytes(task, cfg.device, self.expected.runs)
+        self.folder = Folder(scratch_root(), size, private_folders())
+        self.workdir = self.folder.path
+        self.store = kernels.entry(kernels.store_root(cfg.triton_cache), task.id, code)
         self.stage = "setting up"
         self.forked = False
         self.spawn_s = 0.0
         self.key = secrets.token_hex(32)  # signs the child's messages (``channel.sign``)
 
     def run(self) -> ChildRun:
-        read_fd, write_fd = os.pipe()
-        settings = confine.prepare(self.workdir, [], self.cfg.device, self.shared())
+        """The child's whole life, its folder closed and removed after it."""
+        settings: dict[str, Any] | None = None
+        try:
+            settings = confine.prepare(self.workdir, [], self.cfg.device, self.shared())
+            return self.run_in(settings)
+        finally:
+            confine.release(settings)
+            self.folder.close()
+
+    def run_in(self, settings: dict[str, Any]) -> ChildRun:
+        folder = self.folder
+        folder.own(settings["uid"])
+        folder.write("candidate.py", self.code.encode())
+        kernels.fill(self.store, folder)  # the child's own cache, with its warm kernels
         settings["limits"]["fsize"] = file_cap(self.task, self.cfg.device)
+        if folder.private:
+            dev, ino = folder.identity
+            settings["scratch"] = {"path": str(self.workdir), "dev": dev, "ino": ino}
+        read_fd, write_fd = os.pipe()
         job = Job(
             task_id=self.task.id,
             bench=tuple(self.expected.bench),
@@ -122,29 +143,29 @@ class Child:
             confine=settings,
             config=self.cfg,
         )
-        (self.workdir / "job.json").write_text(job.model_dump_json())
+        folder.write_job("job.json", job.model_dump_json().encode())
         try:
-            with (
-                open(self.workdir / "stdout.txt", "wb") as out,
-                open(self.workdir / "stderr.txt", "wb") as err,
-            ):
-                self.proc = self.start(write_fd, out.fileno(), err.fileno())
+            self.proc = self.start(
+                write_fd, folder.streams["stdout.txt"], folder.streams["stderr.txt"]
+            )
             self.spawn_s = time.monotonic() - self.made  # a fork server still starting, included
             os.close(write_fd)
+            write_fd = -1
             try:
-                return self.follow(read_fd)
+                run = self.follow(read_fd)
             finally:
                 os.close(read_fd)
                 self.kill()
         finally:
-            confine.release(settings)
+            if write_fd >= 0:
+                os.close(write_fd)
+        kernels.keep(folder, self.store)  # it ran to its end: its kernels, for a warm run
+        return run
 
     def shared(self) -> list[Path]:
-        """What the child may write besides its folder: its kernel cache and the GPU lock's
-        files, made here first and open to every child's uid (landlock keeps each child to its
-        own cache folder)."""
-        paths = [self.cache]
-        self.cache.chmod(0o777)
+        """What the child may write besides its folder: the GPU lock's files, made here first
+        and open to every child's uid."""
+        paths: list[Path] = []
         if self.cfg.lock is not None:
             for suffix in ("", ".gate", ".log"):
                 path = Path(self.cfg.lock + suffix)
@@ -159,14 +180,14 @@ class Child:
         """The child process: forked by the fork server when there is one, else a fresh
         interpreter."""
         env = child_env(self.workdir, self.cfg)
-        env["TRITON_CACHE_DIR"] = str(self.cache)
+        extra = [self.folder.mount] if self.folder.private else []  # attached by the child
         pool = self.servers
         if pool is not None and self.cfg.fork_server and pool.usable(self.cfg.device):
             server = pool.server_for(self.cfg.device, server_env(self.cfg))
             if server is not None:
                 try:
                     forked = server.spawn(
-                        "job.json", str(self.workdir), env, [msg_fd, out_fd, err_fd]
+                        "job.json", str(self.workdir), env, [msg_fd, out_fd, err_fd, *extra]
                     )
                     self.forked = True
                     return forked
@@ -179,7 +200,7 @@ class Child:
             stdin=subprocess.DEVNULL,
             stdout=out_fd,
             stderr=err_fd,
-            pass_fds=(msg_fd,),
+            pass_fds=(msg_fd, *extra),
             start_new_session=True,
             preexec_fn=limit_resources,
         )
@@ -212,6 +233,8 @@ class Child:
         cpu = tree_cpu_s(self.proc.pid)  # before the kill: read from the kernel's counts
         killing = time.monotonic()
         self.kill()  # nothing of the candidate's may still write while outputs load
+        if tampered := self.folder.tampered():
+            raise Reject(Verdict.FORBIDDEN, tampered)
         loading = time.monotonic()
         got = follower.got
         run = ChildRun(timings=got.timings, checked=expected.checked())
@@ -235,17 +258,18 @@ class Child:
         name, digest, _ = announced
         case = (self.task.cases if kind in ("cases", "refill") else self.task.bench)[index]
         cap = outputs.case_bytes_cap(runs * int(self.task.bytes_moved(case)))
-        path = self.workdir / name
-        if name == outputs.file_name(kind, index) and path.is_file() and path.stat().st_size > cap:
-            raise Reject(  # kbx's child wrote what the candidate returned: far too much
-                Verdict.WRONG_SHAPE,
-                f"{kind} {index} ({case.label()}): outputs of {path.stat().st_size} bytes, "
-                f"over the {cap} this case allows",
-            )
         try:
             if name != outputs.file_name(kind, index):
                 raise outputs.OutputError(f"{name}: not the file kbx names {kind} {index}")
-            got = outputs.read_case(path, cap, digest)
+            got = outputs.read_case(
+                self.workdir / name, cap, digest, self.folder.fd, self.folder.owner
+            )
+        except outputs.TooLarge as exc:  # kbx's child wrote what the candidate returned
+            raise Reject(
+                Verdict.WRONG_SHAPE,
+                f"{kind} {index} ({case.label()}): outputs of {exc.size} bytes, "
+                f"over the {cap} this case allows",
+            ) from None
         except outputs.OutputError as exc:
             raise Reject(Verdict.FORBIDDEN, f"its outputs were tampered with: {exc}") from None
         if len(got) != runs:
@@ -258,7 +282,13 @@ class Child:
         except subprocess.TimeoutExpired:
             self.kill()
             code = self.proc.wait()
-        tail = stderrs.summary(self.workdir / "stderr.txt", self.workdir)
+        if self.stage != "setting up" and (tampered := self.folder.tampered()):
+            return Reject(Verdict.FORBIDDEN, tampered)
+        tail = stderrs.summary(self.folder.tail("stderr.txt"), self.workdir)
+        if stderrs.lacked_space(tail):
+            if not self.folder.private:  # a disk others write too: judged again alone
+                return Reject(Verdict.CRASHED, f"{SHARED_DISK_FULL} during {self.stage}: {tail}")
+            tail += f" (its own folder's {self.folder.size >> 20} MiB, which it filled)"
         if self.stage == "setting up":
             return Reject(Verdict.HARNESS_ERROR, f"{START_FAILED} (exit {code}): {tail}")
         if code < 0:

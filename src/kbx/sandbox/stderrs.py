@@ -2,7 +2,9 @@
 and the candidate's innermost frame for a crash, else the last exception from its headline on
 (whose start names it: torch's out-of-memory message alone is longer than a reason's 400
 characters), else the last lines; and whether that reason reads as the device's memory running
-out, which the sandbox does not hold against the fork server.
+out, which the sandbox does not hold against the fork server, or as a disk running full.  The
+text is the end of what the child wrote, read through the parent's own descriptor
+(``folder.Folder.tail``): never a file read by a name the child could have replaced.
 """
 
 from __future__ import annotations
@@ -15,12 +17,8 @@ EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b
 LIMIT = 400  # characters of a reason
 
 
-def summary(path: Path, workdir: Path) -> str:
-    """The one-line reason of the stderr file ``path`` of a child that ran in ``workdir``."""
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return ""
+def summary(text: str, workdir: Path) -> str:
+    """The one-line reason of the stderr ``text`` of a child that ran in ``workdir``."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     fatal = [ln for ln in lines if ln.startswith("Fatal Python error")]
     ours = [ln for ln in lines if "candidate.py" in ln]
@@ -37,3 +35,8 @@ def summary(path: Path, workdir: Path) -> str:
 def lacked_memory(detail: str) -> bool:
     """Whether a child's failure reads as the device's memory running out."""
     return "out of memory" in detail.lower() or "OutOfMemoryError" in detail
+
+
+def lacked_space(detail: str) -> bool:
+    """Whether a failure reads as a disk running full (ENOSPC, or SQLite's own word for it)."""
+    return "No space left on device" in detail or "database or disk is full" in detail

@@ -1,8 +1,10 @@
 """Trusted comparison of a candidate's outputs with the reference's (runs in the parent only).
 
-Outputs are nested tuples/lists of tensors or Python scalars.  Structure and shape mismatches give
-``wrong_shape``, dtype mismatches ``wrong_dtype``, values outside tolerance ``mismatch`` with a
-summary an author (or a model in a refinement loop) can act on.
+Outputs are nested tuples/lists of tensors or Python scalars, and ``Unstored`` placeholders where
+the child could not store what the candidate returned (``tensors.Unstored``). Structure and shape
+mismatches give ``wrong_shape``, dtype mismatches ``wrong_dtype``, values outside tolerance
+``mismatch`` with a summary an author (or a model in a refinement loop) can act on. Nothing a
+candidate returns makes these functions raise anything but ``Reject``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ from typing import Any
 import torch
 
 from kbx.suite.task import Steps, Tolerance
+from kbx.suite.tensors import Unstored
 from kbx.suite.verdict import Reject, Verdict
+
+INT64 = (-(2**63), 2**63 - 1)
 
 
 @dataclass(frozen=True)
@@ -35,10 +40,19 @@ class OneStep:
 
 
 def as_tensor(x: Any) -> Any:
-    """Python scalars compare like 0-d tensors of torch's default dtype for that scalar."""
-    if isinstance(x, bool | int | float):
+    """Python scalars compare like 0-d tensors of torch's default dtype for that scalar; an int
+    outside int64 stays an int (it matches no tensor)."""
+    if isinstance(x, bool | float) or (isinstance(x, int) and INT64[0] <= x <= INT64[1]):
         return torch.tensor(x)
     return x
+
+
+def as_tensors(x: Any) -> Any:
+    """``as_tensor`` through nested tuples and lists: outputs as a task's check may take them
+    once ``compare(..., values=False)`` has found their structure, shapes and dtypes right."""
+    if isinstance(x, tuple | list):
+        return type(x)(as_tensors(v) for v in x)
+    return as_tensor(x)
 
 
 def compare(
@@ -66,6 +80,14 @@ def compare(
         if got is not None:
             raise Reject(Verdict.WRONG_SHAPE, f"{where}: expected None, got {describe(got)}")
         return
+    if (
+        isinstance(got, Unstored)
+        and got.dtype not in (None, str(want.dtype))
+        and got.shape == tuple(want.shape)
+    ):
+        raise Reject(
+            Verdict.WRONG_DTYPE, f"{where}: dtype {got.dtype} ({got.what}), expected {want.dtype}"
+        )
     if not isinstance(got, torch.Tensor):
         raise Reject(Verdict.WRONG_SHAPE, f"{where}: expected a tensor, got {describe(got)}")
     if tuple(got.shape) != tuple(want.shape):
@@ -82,6 +104,8 @@ def compare(
 
 
 def describe(x: Any) -> str:
+    if isinstance(x, Unstored):
+        return x.what
     if isinstance(x, torch.Tensor):
         return f"tensor{tuple(x.shape)} {x.dtype}"
     if isinstance(x, tuple | list):

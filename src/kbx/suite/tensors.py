@@ -12,6 +12,7 @@ copies, not copied) and walks into dicts where ``leaves`` and ``to_cpu`` do not.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -19,6 +20,19 @@ import torch
 from kbx.suite.task import Case, Inputs
 
 REFILL_SEED = 7_919_000  # offset of the seed a correctness case is redrawn from for its refill
+
+
+@dataclass(frozen=True)
+class Unstored:
+    """An output the child could not store, by what the judge needs to name it (never a value):
+    a tensor of a dtype or layout kbx's output file cannot hold (with its dtype and shape),
+    outputs nested too deep or too many, an int out of range, a string too long.  Here, in a
+    module the child imports before the candidate, rather than beside the comparison that reads
+    it: the child's writer makes it after the candidate's import."""
+
+    what: str
+    dtype: str | None = None
+    shape: tuple[int, ...] | None = None
 
 
 def refill_case(case: Case) -> Case:

@@ -32,6 +32,9 @@ class Verdict(StrEnum):
 
 
 START_FAILED = "child failed to start"  # a HARNESS_ERROR's reason: kbx's set-up of the child died
+# a CRASHED reason where the child's writes failed on a disk other children write too (no folder
+# of its own): judged again alone (``kbx.run.rerun``), where its own fault comes back the same
+SHARED_DISK_FULL = "a disk shared with other children ran full"
 
 
 # Verdicts the child process may report; anything else on its channel is forged by the candidate.

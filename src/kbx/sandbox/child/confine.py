@@ -28,6 +28,7 @@ from kbx.sandbox.wire.confinement import (
     LIMITS,
     NAMESPACES,
     PROBE_UID,
+    SHM_BYTES,
     SandboxUnavailable,
 )
 
@@ -137,6 +138,11 @@ def restrict(settings: dict[str, Any] | None, isolated: Sequence[str]) -> tuple[
         return ()
     writable, device = settings["writable"], settings["device"]
     own = "mount" in isolated
+    scratch = settings.get("scratch")
+    if own:  # its own /dev/shm, and its folder's own filesystem: before anything is revealed
+        layers.own_disks(scratch, writable, SHM_BYTES)
+    elif scratch is not None:  # the parent made a filesystem only a mount namespace can attach
+        raise SandboxUnavailable("kbx: no mount namespace to attach the child's folder in")
     drop = settings.get("uid") is not None and os.geteuid() == 0 and layers.revealed(writable, own)
     steps = {
         "rlimits": lambda: layers.rlimits(settings["limits"], device, drop),

@@ -5,14 +5,14 @@
 (``ForkServer``) with the children's scrubbed environment; it never touches CUDA (a process that
 initialised CUDA cannot fork children that use it). Over a ``SOCK_SEQPACKET`` socket it takes one
 request per child (a JSON object: job file, working folder, environment; with the child's progress
-pipe, stdout and stderr as file descriptors), hands it to a spare child or forks one, and answers
-with the child's pid; when a child ends it sends its exit code (negative: killed by that signal),
-as ``Popen.wait`` would give. Spares (``spares.py``) are forked ahead of need and make their CUDA
-context before a job comes: ``SPARES`` idle ones per set of visible devices (``Tuning.spares``
-overrides it; 0: none). ``FIRST`` (JSON: visible devices -> count) has the server fork that many
-spares for those devices as soon as it is ready, before any request: a run's first jobs, one per
-job slot, all start at once, and with the spares forked only after the first request most of them
-made their own context side by side.
+pipe, stdout, stderr and its folder's own filesystem as file descriptors), hands it to a spare
+child or forks one, and answers with the child's pid; when a child ends it sends its exit code
+(negative: killed by that signal), as ``Popen.wait`` would give. Spares (``spares.py``) are forked
+ahead of need and make their CUDA context before a job comes: ``SPARES`` idle ones per set of
+visible devices (``Tuning.spares`` overrides it; 0: none). ``FIRST`` (JSON: visible devices ->
+count) has the server fork that many spares for those devices as soon as it is ready, before any
+request: a run's first jobs, one per job slot, all start at once, and with the spares forked only
+after the first request most of them made their own context side by side.
 
 The child gets what a fresh one would: its own session (so it can be killed as a group), folder,
 environment, standard streams and resource limits, then runs ``main.run_job``.  The process the
@@ -39,6 +39,10 @@ from typing import Any, NoReturn
 from kbx.core import trace
 from kbx.sandbox.child import confine, spares
 from kbx.sandbox.wire.confinement import limit_resources
+
+# a request's descriptors: the progress pipe, stdout, stderr, and (where the parent made one) the
+# child's folder's own filesystem, which the child attaches in its mount namespace
+FDS = 4
 
 
 def serve(
@@ -81,7 +85,7 @@ def serve(
         if sock not in ready:
             continue
         try:
-            data, fds, _, _ = socket.recv_fds(sock, 1 << 20, 3)
+            data, fds, _, _ = socket.recv_fds(sock, 1 << 20, FDS)
         except ConnectionResetError:
             data, fds = b"", []
         if not data:  # the parent has gone (exited, or killed by a time limit)
@@ -223,7 +227,7 @@ def next_job(conn: socket.socket) -> tuple[bytes, list[int]]:
     before the request queued ahead of it (Linux); the second read gets the request."""
     for _ in range(2):
         try:
-            data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+            data, fds, _, _ = socket.recv_fds(conn, 1 << 20, FDS)
         except ConnectionResetError:
             continue
         except OSError:
@@ -237,7 +241,7 @@ def enter(request: dict[str, Any], fds: list[int]) -> int:
     code (kbx's own fault: 70, reported on the child's stderr, like a fresh child)."""
     code = 70
     try:
-        msg_fd, out_fd, err_fd = fds
+        msg_fd, out_fd, err_fd, *_ = fds  # and the folder's filesystem: ``layers.own_disks``
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(out_fd, 1)

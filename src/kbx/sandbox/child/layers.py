@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kbx.sandbox.wire.confinement import MOVE_MOUNT, MOVE_MOUNT_F_EMPTY_PATH
+
 try:  # imported once, in the parent or fork server: it runs ``ldconfig`` to find libc
     import pyseccomp
 except (ImportError, OSError, RuntimeError):  # no libseccomp: that layer is missing
@@ -43,6 +45,7 @@ LL_WRITES = 0x2 | 0x1FF0  # WRITE_FILE; REMOVE_DIR, REMOVE_FILE, MAKE_CHAR ... M
 LL_BY_ABI = ((2, 1 << 13), (3, 1 << 14), (5, 1 << 15))  # REFER, TRUNCATE, IOCTL_DEV
 LL_FILE = 0x7 | 1 << 14 | 1 << 15  # the rights a rule on a file may carry
 LL_TCP, LL_SCOPES = 0x3, 0x3  # BIND|CONNECT_TCP (ABI 4); SCOPE_SIGNAL|ABSTRACT_UNIX (ABI 6)
+AT_FDCWD, MNT_DETACH = -100, 2
 
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
@@ -85,16 +88,71 @@ def revealed(writable: Sequence[str], own_mounts: bool) -> bool:
     return not any(closed_ancestor(p) for p in needed(writable))
 
 
-def bind_back(folder: str, paths: list[str]) -> None:
+def bind_back(
+    folder: str,
+    paths: list[str],
+    data: str = "mode=0755,size=1m",
+    flags: int = MS_NOSUID | MS_NODEV,
+) -> None:
+    """Cover ``folder`` with an empty tmpfs (``data``: its options), then bind ``paths`` (below
+    it) back where they were."""
     fds = [os.open(p, os.O_PATH | os.O_CLOEXEC) for p in paths]  # before they are covered
     try:
-        mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+        mount("tmpfs", folder, "tmpfs", flags, data)
         for path, fd in zip(paths, fds, strict=True):
             os.makedirs(path, mode=0o755, exist_ok=True)
             mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
     finally:
         for fd in fds:
             os.close(fd)
+
+
+def own_disks(scratch: dict[str, Any] | None, writable: Sequence[str], shm_bytes: int) -> bool:
+    """In the worker's own mount namespace, before landlock: a /dev/shm of its own (a tmpfs of
+    ``shm_bytes``; its ``writable`` folders there bound back), and, with ``scratch`` (the parent
+    made the working folder a tmpfs mounted nowhere: its ``path``, and the ``dev`` and ``ino``
+    of its root, by which its descriptor is found among those the parent passed), that tmpfs
+    attached over the folder's path, which becomes the working folder.  Nothing mounted here
+    reaches the host (``isolate`` made every mount private)."""
+    here = os.getcwd()
+    attach = scratch["path"] if scratch is not None else None
+    if os.path.isdir("/dev/shm"):
+        keep = [
+            p for p in writable if p.startswith("/dev/shm/") and p != attach and os.path.exists(p)
+        ]
+        try:
+            data = f"mode=1777,size={shm_bytes}"
+            bind_back("/dev/shm", keep, data, MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        except OSError:  # left as it was (landlock still keeps writes out): nothing half done
+            with contextlib.suppress(OSError):
+                libc.umount2(b"/dev/shm", MNT_DETACH)
+    if scratch is None:
+        with contextlib.suppress(OSError):
+            os.chdir(here)  # the same folder, through its mount here
+        return True
+    fd = find_descriptor(scratch["dev"], scratch["ino"])
+    try:
+        path = scratch["path"]
+        os.makedirs(path, mode=0o700, exist_ok=True)  # below the new /dev/shm, say
+        empty = ctypes.c_uint(MOVE_MOUNT_F_EMPTY_PATH)
+        if libc.syscall(MOVE_MOUNT, fd, b"", AT_FDCWD, path.encode(), empty) != 0:
+            raise OSError(
+                ctypes.get_errno(), f"attach the working folder: {os.strerror(ctypes.get_errno())}"
+            )
+    finally:
+        os.close(fd)
+    os.chdir(path)
+    return True
+
+
+def find_descriptor(dev: int, ino: int) -> int:
+    """The open descriptor of the folder whose device and inode are these."""
+    for name in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError, ValueError):
+            info = os.fstat(int(name))
+            if stat.S_ISDIR(info.st_mode) and (info.st_dev, info.st_ino) == (dev, ino):
+                return int(name)
+    raise OSError(errno.EBADF, "the working folder's filesystem was not handed over")
 
 
 def rlimits(limits: dict[str, int], device: str, per_uid: bool) -> bool:
@@ -146,18 +204,17 @@ def allow(ruleset: int, path: str, rights: int) -> None:
 
 
 def drop_ids(settings: dict[str, Any] | None) -> bool:
-    """The child's own uid and gid, no groups, and no umask: the kernel cache of a candidate's
-    code is shared by every child that runs that code (a warm run, a retry), each under a uid of
-    its own, and Triton adds files to the folders an earlier one made.  Without one (not root,
-    or its folders out of its reach): no capabilities at least (those of root, or of a user
-    namespace)."""
+    """The child's own uid and gid, no groups, and umask 077: what it makes is its own (its
+    kernel cache, in its folder, is no other child's; the parent reads as root).  Without one
+    (not root, or its folders out of its reach): no capabilities at least (those of root, or of
+    a user namespace)."""
     if settings is None:
         libc.capset(struct.pack("Ii", 0x20080522, 0), ctypes.create_string_buffer(24))
         return False
     os.setgroups([])
     os.setresgid(settings["gid"], settings["gid"], settings["gid"])
     os.setresuid(settings["uid"], settings["uid"], settings["uid"])
-    os.umask(0)
+    os.umask(0o077)
     return True
 
 

@@ -181,11 +181,16 @@ def time_bench(
     channel: Sender,
     profile: bool = False,
     precision: Precision = DEFAULT_PRECISION,
+    timer: Callable[..., tuple[CaseTiming, Any, int]] = time_case,
 ) -> tuple[list[dict[str, Any]], list[list[Any]], list[int]]:
-    """Time every benchmark case (``benchtime.time_case``: with its probe, and with the
-    profiler's cross-check where ``profile``); also return the output of each case's last timed
-    call, which the parent checks like any other output (a candidate that only computes when
-    watched, or that replays stale results, fails there), and which contents it saw."""
+    """Time every benchmark case (``timer``: ``benchtime.time_case``, bound when this module
+    is imported, before the candidate's, where replacing this module's ``time_case`` changes
+    nothing, and the guard refuses a change of a kbx function's defaults; with its probe, and
+    with the profiler's cross-check where ``profile``); also return the output of each case's
+    last timed call, which the parent checks like any other output (a candidate that only
+    computes when watched, or that replays stale results, fails there), and which contents it
+    saw.  Each case's raw times go to the parent (``samples``), which computes the statistics
+    from them."""
     timings, outs, variants = [], [], []
     # one turn for all the cases: the GPU is this candidate's meanwhile
     with exclusive(plan.place.lock, "timing", plan.place.timing_core):
@@ -193,11 +198,13 @@ def time_bench(
             channel.send("timing", index=i)
             try:
                 refill = plan.bench_refills[i]
-                t, out, variant = time_case(
+                t, out, variant = timer(
                     task, case, inputs, entry, refill, True, profile=profile, precision=precision
                 )
             except BaseException as exc:  # noqa: BLE001
                 raise failure(exc) from None
+            if t.samples_ms:
+                channel.send("samples", index=i, ms=[float(f"{x:.6g}") for x in t.samples_ms])
             outs.append(out)
             variants.append(variant)
             timings.append(reported(t, profile))

@@ -108,6 +108,18 @@ class TimingStarted(_Model):
     index: Index
 
 
+MAX_SAMPLES = 4096  # a case's timed calls (``clock.measure``: 2000 at most)
+
+
+class Samples(_Model):
+    """Every timed call's time of one benchmark case: the parent computes the case's
+    statistics from them (``clock.statistics_of``)."""
+
+    event: Literal["samples"]
+    index: Index
+    ms: Annotated[list[Millis], Field(min_length=1, max_length=MAX_SAMPLES)]
+
+
 class Rejected(_Model):
     event: Literal["reject"]
     verdict: Annotated[str, StringConstraints(min_length=1, max_length=64)]
@@ -127,7 +139,9 @@ class Done(_Model):
     parts: Annotated[dict[Name, Millis], Field(max_length=16)] | None = None
 
 
-Message = Ready | Signal | Case | Output | Ops | TimingStarted | Rejected | HarnessError | Done
+Message = (
+    Ready | Signal | Case | Output | Ops | TimingStarted | Samples | Rejected | HarnessError | Done
+)
 _MESSAGE: TypeAdapter[Message] = TypeAdapter(Annotated[Message, Field(discriminator="event")])
 
 

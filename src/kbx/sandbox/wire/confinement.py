@@ -16,6 +16,13 @@ PROBE_UID = UID_BASE - 1  # the probe's, just below them
 # FSIZE 16 GiB (as MAX_FILE_BYTES); CPU 3600 s, a backstop behind the parent's deadlines.
 LIMITS = {"as": 16 << 30, "nproc": 512, "nofile": 1024, "fsize": 16 << 30, "cpu": 3600}
 MAX_FILE_BYTES = 16 << 30  # a fresh child's file size limit (the sandbox sets its own)
+SHM_BYTES = 64 << 20  # the size of each child's own /dev/shm (a tmpfs in its mount namespace)
+# Linux's mount API (the same numbers on every architecture): the parent makes a child's folder a
+# tmpfs mounted nowhere on the host (``sandbox.folder``); the child attaches it (``layers``)
+MOVE_MOUNT, FSOPEN, FSCONFIG, FSMOUNT = 429, 430, 431, 432
+FSCONFIG_SET_STRING, FSCONFIG_CMD_CREATE = 1, 6
+MOUNT_ATTRS = 0x2 | 0x4  # MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV (Triton loads .so files it built)
+MOVE_MOUNT_F_EMPTY_PATH = 0x4
 
 
 class SandboxUnavailable(RuntimeError):

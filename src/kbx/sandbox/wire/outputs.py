@@ -11,12 +11,16 @@ the tree and the entries match one to one.  The tensors are written from their o
 read back as views of the one buffer the file was read into (``tensorfile``).  Complex tensors
 are stored as ``torch.view_as_real`` and marked in the tree; a bool tensor holding bytes other
 than 0 and 1 is refused.
-``encode_case`` raises ``OutputError`` for what ``read_case`` would refuse, so what it encodes
-always reads back.
+``encode_case`` never refuses what a candidate returned: what the file cannot hold (a dtype or
+layout, nesting, too many nodes, a huge int, a long string, an object) is written as a
+placeholder that names it, read back as ``tensors.Unstored``, which the judge turns into
+``wrong_dtype`` or ``wrong_shape``; so a candidate's odd output is its own verdict, never a
+crash of kbx's writer.  What it encodes always reads back.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -34,10 +38,13 @@ from kbx.sandbox.wire.channel import explain, one_line
 from kbx.sandbox.wire.outtree import (
     COMPLEX,
     DTYPES,
+    INT_RANGE,
     KINDS,
     MAX_DEPTH,
     MAX_HEADER_BYTES,
+    MAX_NODES,
     MAX_RUNS,
+    MAX_STR_CHARS,
     META,
     TREE_KEY,
     Bool,
@@ -48,9 +55,11 @@ from kbx.sandbox.wire.outtree import (
     Seq,
     Str,
     TensorRef,
+    Unstorable,
     check,
     parse_tree,
 )
+from kbx.suite.tensors import Unstored
 
 
 def case_bytes_cap(expected_bytes: int) -> int:
@@ -79,14 +88,36 @@ def case_pieces(runs: list[Any]) -> list[bytes | memoryview]:
         raise OutputError(f"{len(runs)} runs, over {MAX_RUNS}")
     tensors: dict[str, torch.Tensor] = {}
     taken: set[int] = set()  # their storages
-    tree = json.dumps({"version": 1, "runs": [encode(run, tensors, taken, 1) for run in runs]})
+    left = [MAX_NODES]
+    nodes = [encode(run, tensors, taken, 1, left, len(runs) - i - 1) for i, run in enumerate(runs)]
+    tree = json.dumps({"version": 1, "runs": nodes})
     check(parse_tree(tree))
     return tensorfile.pieces(tensors, {TREE_KEY: tree})
 
 
+FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)  # a disk full, a file over the size limit
+
+
 def save_case(path: Path, runs: list[Any]) -> str:
-    """Write ``runs`` to ``path``; the SHA-256 of the bytes written."""
-    digest, pieces = hashlib.sha256(), case_pieces(runs)  # no file for what cannot be stored
+    """Write ``runs`` to ``path``; the SHA-256 of the bytes written.  Outputs too large for the
+    child's folder or its file size limit (a candidate that returned far too much, or filled its
+    own folder) are written as placeholders saying so, one per run: the judge's ``wrong_shape``,
+    not a crash of kbx's writer."""
+    pieces = case_pieces(runs)
+    try:
+        return write_pieces(path, pieces)
+    except OSError as exc:
+        if exc.errno not in FULL:
+            raise
+    size = sum(len(p) for p in pieces)
+    what = f"outputs of {size} bytes, more than its folder or file size limit could hold"
+    del pieces
+    tree = json.dumps({"version": 1, "runs": [{"t": "unstorable", "what": what}] * len(runs)})
+    return write_pieces(path, tensorfile.pieces({}, {TREE_KEY: tree}))
+
+
+def write_pieces(path: Path, pieces: list[bytes | memoryview]) -> str:
+    digest = hashlib.sha256()
     with open(path, "wb") as f:
         for piece in pieces:
             f.write(piece)
@@ -101,36 +132,110 @@ def write_case(folder: Path, kind: str, index: int, runs: list[Any]) -> str:
     return name
 
 
-def encode(x: Any, tensors: dict[str, torch.Tensor], taken: set[int], depth: int) -> dict[str, Any]:
-    """``x`` as a tree node; its tensors go into ``tensors``, their storages into ``taken``."""
-    if depth > MAX_DEPTH:
-        raise OutputError(f"outputs nested deeper than {MAX_DEPTH}")
-    if isinstance(x, torch.Tensor):
-        name = f"t{len(tensors)}"
-        tensors[name] = storable(x, taken)
-        return {"t": "tensor", "name": name, "complex": x.dtype in COMPLEX}
+def encode(
+    x: Any,
+    tensors: dict[str, torch.Tensor],
+    taken: set[int],
+    depth: int,
+    left: list[int] | None = None,
+    reserve: int = 0,
+) -> dict[str, Any]:
+    """``x`` as a tree node; its tensors go into ``tensors``, their storages into ``taken``.
+    What the file cannot hold becomes an ``unstorable`` placeholder that names it, never an
+    error: a tensor of another dtype or layout, nesting past ``MAX_DEPTH``, more than
+    ``MAX_NODES`` nodes (``left[0]``: nodes still free, ``reserve`` of them kept for the siblings
+    still to come), an int out of range, a long or unencodable string, any other object.  Scalars
+    are read with their base type's own methods: a subclass's are candidate code."""
+    left = [MAX_NODES] if left is None else left
     if isinstance(x, tuple | list):
         kind = "tuple" if isinstance(x, tuple) else "list"
-        return {"t": kind, "items": [encode(v, tensors, taken, depth + 1) for v in x]}
+        items = list(tuple.__iter__(x) if isinstance(x, tuple) else list.__iter__(x))
+        n = len(items)
+        if depth >= MAX_DEPTH and n:
+            return unstorable(left, f"outputs nested deeper than {MAX_DEPTH}")
+        if left[0] - reserve < n + 1:
+            return unstorable(left, f"a {kind} of {n} items, over {MAX_NODES} output nodes")
+        left[0] -= 1
+        done = [
+            encode(v, tensors, taken, depth + 1, left, reserve + n - i - 1)
+            for i, v in enumerate(items)
+        ]
+        return {"t": kind, "items": done}
+    left[0] -= 1
+    if isinstance(x, torch.Tensor):
+        try:
+            t = storable(x, taken)
+        except OutputError as exc:
+            return unstorable_tensor(x, str(exc))
+        name = f"t{len(tensors)}"
+        tensors[name] = t
+        return {"t": "tensor", "name": name, "complex": x.dtype in COMPLEX}
+    return encode_scalar(x)
+
+
+def encode_scalar(x: Any) -> dict[str, Any]:
+    """A leaf other than a tensor (its node counted already)."""
     if x is None:
         return {"t": "none"}
+    if isinstance(x, bool):
+        return {"t": "bool", "v": x is True}
+    if isinstance(x, int):
+        v = int.__index__(x)
+        if not INT_RANGE[0] <= v <= INT_RANGE[1]:
+            return unstorable([0], "an int out of the 64-bit range", cost=0)
+        return {"t": "int", "v": v}
+    if isinstance(x, float):
+        return {"t": "float", "v": float.__float__(x)}
     if isinstance(x, complex):
-        return {"t": "complex", "re": x.real, "im": x.imag}
-    for scalar in (bool, int, float, str):  # bool before int: True is an int too
-        if isinstance(x, scalar):
-            return {"t": scalar.__name__, "v": x}
-    raise OutputError(f"cannot store an output of type {type(x).__name__}")
+        c = complex.__complex__(x)
+        return {"t": "complex", "re": c.real, "im": c.imag}
+    if isinstance(x, str):
+        s = str.__str__(x)
+        if len(s) <= MAX_STR_CHARS and utf8(s):
+            return {"t": "str", "v": s}
+        return unstorable([0], f"a string of {len(s)} characters", cost=0)
+    return unstorable([0], f"an object of type {short(type(x).__name__)}", cost=0)
+
+
+def unstorable(left: list[int], what: str, cost: int = 1) -> dict[str, Any]:
+    """A placeholder node (``cost``: the node it takes, unless counted already)."""
+    left[0] -= cost
+    return {"t": "unstorable", "what": what[:MAX_STR_CHARS]}
+
+
+def unstorable_tensor(x: torch.Tensor, why: str) -> dict[str, Any]:
+    """A tensor the file cannot hold, by its dtype and shape where they can be read."""
+    node: dict[str, Any] = {"t": "unstorable", "what": short(why)}
+    try:
+        dtype, shape = str(x.dtype), [int(n) for n in x.shape]
+    except Exception:  # noqa: BLE001 - a nested tensor has no shape: named without one
+        return node
+    if len(shape) <= 64:
+        node |= {"dtype": dtype[:64], "shape": shape}
+    return node
+
+
+def short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def utf8(s: str) -> bool:
+    try:
+        s.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def storable(x: torch.Tensor, taken: set[int]) -> torch.Tensor:
     """``x`` dense, contiguous, on the CPU, in a storage not ``taken`` (then taken)."""
     if x.layout != torch.strided or x.is_quantized or x.is_meta or x.is_nested:
-        raise OutputError(f"cannot store a {x.layout} {x.device.type} tensor")
+        raise OutputError(f"a {x.layout} {x.device.type} tensor, which kbx cannot store")
     t = x.detach().as_subclass(torch.Tensor).cpu().resolve_conj().resolve_neg()
     if t.dtype in COMPLEX:
         t = torch.view_as_real(t)
     if t.dtype not in DTYPES:
-        raise OutputError(f"cannot store a {t.dtype} tensor")
+        raise OutputError(f"a {t.dtype} tensor, which kbx's output file cannot hold")
     t = t.contiguous()
     if t.untyped_storage().data_ptr() in taken:
         t = t.clone()  # safetensors refuses entries sharing memory
@@ -138,32 +243,59 @@ def storable(x: torch.Tensor, taken: set[int]) -> torch.Tensor:
     return t
 
 
-def read_case(path: Path, max_bytes: int, sha256: str | None = None) -> list[Any]:
+class TooLarge(OutputError):
+    """A regular file of the child's over the cap: what kbx's child wrote for a candidate that
+    returned far too much (a wrong shape, not tampering)."""
+
+    def __init__(self, size: int, cap: int, name: str = "") -> None:
+        super().__init__(f"{name}: " * bool(name) + f"too large ({size} bytes, cap {cap})")
+        self.size, self.cap = size, cap
+
+
+def read_case(
+    path: Path,
+    max_bytes: int,
+    sha256: str | None = None,
+    dir_fd: int | None = None,
+    owner: int | None = None,
+) -> list[Any]:
     """The runs saved in ``path`` (whose bytes must hash to ``sha256``, when given), as CPU
     tensors, tuples, lists and scalars; ``OutputError``, its message naming the file, for
-    anything but what ``encode_case`` could have made."""
+    anything but what ``encode_case`` could have made.  ``dir_fd``: the folder's descriptor,
+    which ``path``'s name is opened in; ``owner``: the uid the file must belong to."""
     try:
-        data = read_bytes(path, max_bytes)
+        data = read_bytes(path, max_bytes, dir_fd, owner)
         if sha256 is not None and hashlib.sha256(tensorfile.numpy(data).data).hexdigest() != sha256:
             raise OutputError("its bytes are not those the child announced")
         return decode_case(data)
+    except TooLarge as exc:
+        raise TooLarge(exc.size, exc.cap, path.name) from None
     except OutputError as exc:
         raise OutputError(f"{path.name}: {exc}") from None
 
 
-def read_bytes(path: Path, max_bytes: int) -> torch.Tensor:
-    """The bytes of ``path`` if it is a regular file (not a link) of at most ``max_bytes``, read
-    once into an uninitialised uint8 tensor of the file's size (nothing zero-filled first)."""
+def read_bytes(
+    path: Path, max_bytes: int, dir_fd: int | None = None, owner: int | None = None
+) -> torch.Tensor:
+    """The bytes of ``path`` if it is a regular file (not a link, FIFO or device: opened without
+    following links or blocking, checked on the descriptor) of at most ``max_bytes``, owned by
+    ``owner`` (if given), read once into an uninitialised uint8 tensor of the file's size
+    (nothing zero-filled first)."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(path.name if dir_fd is not None else path, flags, dir_fd=dir_fd)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OutputError("a symbolic link in place of kbx's file") from None
         raise OutputError(f"cannot open ({exc.strerror})") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise OutputError("not a regular file")
+            raise OutputError(f"not a regular file ({what(info.st_mode)})")
+        if owner is not None and info.st_uid != owner:
+            raise OutputError(f"a file of uid {info.st_uid}, not of the child's")
         if info.st_size > max_bytes:
-            raise OutputError(f"too large ({info.st_size} bytes, cap {max_bytes})")
+            raise TooLarge(info.st_size, max_bytes)
         data = torch.empty(info.st_size, dtype=torch.uint8)
         view = tensorfile.numpy(data).data
         with open(fd, "rb", closefd=False, buffering=0) as f:
@@ -175,6 +307,12 @@ def read_bytes(path: Path, max_bytes: int) -> torch.Tensor:
     finally:
         os.close(fd)
     return data
+
+
+def what(mode: int) -> str:
+    """The kind of a file that is not a regular one."""
+    kinds = {stat.S_ISFIFO: "a FIFO", stat.S_ISDIR: "a folder", stat.S_ISSOCK: "a socket"}
+    return next((name for test, name in kinds.items() if test(mode)), "a device")
 
 
 def decode_case(data: bytes | torch.Tensor) -> list[Any]:
@@ -241,4 +379,7 @@ def build(node: Any, tensors: dict[str, torch.Tensor]) -> Any:
         return node.v
     if isinstance(node, Complex):
         return complex(node.re, node.im)
+    if isinstance(node, Unstorable):
+        shape = None if node.shape is None else tuple(node.shape)
+        return Unstored(node.what, node.dtype, shape)
     return None

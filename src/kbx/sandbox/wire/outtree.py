@@ -1,7 +1,8 @@
 """The schema of an output file's tree: the nested structure around a case's tensors (tuples,
-lists, None, scalars, tensor references), as the child writes it in the safetensors metadata and
-the parent validates it before reading a single tensor: node types, depth, node count and run
-count are bounded, and every tensor entry is named exactly once (``outputs``)."""
+lists, None, scalars, tensor references, and placeholders for what the file cannot hold), as the
+child writes it in the safetensors metadata and the parent validates it before reading a single
+tensor: node types, depth, node count and run count are bounded, and every tensor entry is named
+exactly once (``outputs``)."""
 
 from __future__ import annotations
 
@@ -79,7 +80,18 @@ class Complex(_Node):
     im: StrictFloat
 
 
-Leaf = TensorRef | NoneLeaf | Bool | Int | Float | Str | Complex
+class Unstorable(_Node):
+    """What the child could not store, named for the judge (never a value): a tensor of a dtype
+    or layout the file cannot hold (its dtype and shape), outputs nested too deep or too many,
+    an int out of range, a string too long."""
+
+    t: Literal["unstorable"]
+    what: Annotated[str, Field(max_length=MAX_STR_CHARS)]
+    dtype: Annotated[str, Field(max_length=64)] | None = None
+    shape: Annotated[list[Annotated[StrictInt, Field(ge=0)]], Field(max_length=64)] | None = None
+
+
+Leaf = TensorRef | NoneLeaf | Bool | Int | Float | Str | Complex | Unstorable
 Node = Annotated[Leaf | Seq, Field(discriminator="t")]
 
 

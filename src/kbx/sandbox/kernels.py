@@ -1,0 +1,132 @@
+"""Compiled kernels between children: each child's Triton cache is its own, and a store only the
+parent writes carries them to later children of the same code and task.
+
+A child compiles into ``triton-cache`` in its own folder (its uid, mode 0700, on its own filesystem
+where it has one): no other child can read it, plant a kernel or an autotuning choice in it, or
+fill it. Warm re-evaluations still find their kernels: the run's Triton cache folder (or
+``--triton-cache``'s) is the parent's store, a folder per task and code (``entry``), that no child
+can reach. Before a child starts, ``fill`` copies its entry into the child's cache; after a child
+that ran to its end, ``keep`` copies back what is new there: regular files only (read through
+descriptors, never following a link), named as Triton names its files, at most two levels deep,
+``MAX_BYTES`` in all and never into the store disk's last ``RESERVE``. What a child leaves in its
+cache thus reaches only a later evaluation of the same code for the same task, never another
+candidate or another task (two tasks given one file share nothing). A failure to read or write the
+store (a full disk) costs the warm start, never the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+
+from kbx.sandbox.folder import Folder
+
+CACHE = "triton-cache"  # the child's own, in its folder
+NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.=+-]{0,199}$")  # Triton's: hashes and kernel names
+MAX_BYTES = 64 << 20  # copied back from one child
+RESERVE = 1 << 30  # the store's disk keeps this much free: a child's kernels never fill it
+MAX_FILES = 4096
+
+
+def entry(store: Path | None, task_id: str, code: str) -> Path | None:
+    """The store's folder for this code on this task (None: no store)."""
+    if store is None:
+        return None
+    return store / hashlib.sha256(f"{task_id}\n{code}".encode()).hexdigest()[:24]
+
+
+def fill(source: Path | None, folder: Folder) -> None:
+    """The child's own cache in ``folder``, with the store's kernels for its code and task."""
+    folder.mkdir(CACHE)
+    if source is None or not source.is_dir():
+        return
+    with contextlib.suppress(OSError):  # a store that cannot be read: a cold start
+        for top in sorted(os.listdir(source)):
+            if not NAME.match(top):
+                continue
+            here = source / top
+            if here.is_dir() and not here.is_symlink():
+                folder.mkdir(f"{CACHE}/{top}")
+                for name in sorted(os.listdir(here)):
+                    if NAME.match(name) and (here / name).is_file():
+                        folder.write(f"{CACHE}/{top}/{name}", (here / name).read_bytes())
+            elif here.is_file() and not here.is_symlink():
+                folder.write(f"{CACHE}/{top}", here.read_bytes())
+
+
+def keep(folder: Folder, target: Path | None) -> int:
+    """Copy what the child added to its cache into the store's ``target``; the bytes copied.
+    Nothing the child made is followed, opened by name or trusted beyond being bytes."""
+    if target is None:
+        return 0
+    budget = [MAX_BYTES, MAX_FILES]
+    copied = 0
+    with contextlib.suppress(OSError):
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        budget[0] = min(MAX_BYTES, shutil.disk_usage(target.parent).free - RESERVE)
+        cache = os.open(CACHE, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder.fd)
+        try:
+            copied = keep_folder(cache, target, budget, depth=1)
+        finally:
+            os.close(cache)
+    return copied
+
+
+def keep_folder(fd: int, target: Path, budget: list[int], depth: int) -> int:
+    copied = 0
+    for name in sorted(os.listdir(fd)):
+        if not NAME.match(name) or budget[1] <= 0:
+            continue
+        budget[1] -= 1
+        info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        if stat.S_ISDIR(info.st_mode) and depth < 2:
+            sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            try:
+                copied += keep_folder(sub, target / name, budget, depth + 1)
+            finally:
+                os.close(sub)
+        elif stat.S_ISREG(info.st_mode) and not (target / name).exists():
+            copied += keep_file(fd, name, target, budget)
+    return copied
+
+
+def keep_file(fd: int, name: str, target: Path, budget: list[int]) -> int:
+    """One regular file of the child's cache, copied into the store (whole, or not at all)."""
+    src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+    try:
+        info = os.fstat(src)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > budget[0]:
+            return 0
+        data = os.pread(src, info.st_size, 0)
+    finally:
+        os.close(src)
+    budget[0] -= len(data)
+    target.mkdir(parents=True, exist_ok=True, mode=0o700)
+    handle, tmp = tempfile.mkstemp(dir=target, prefix=".kbx-")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(tmp, target / name)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return len(data)
+
+
+def store_root(store: Path | None) -> Path | None:
+    """The store's folder made, root's own (0700: no child can enter it); None without one or
+    where it cannot be made."""
+    if store is None:
+        return None
+    try:
+        store.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError:
+        return None
+    return store
