@@ -56,11 +56,21 @@ def is_task(record: Mapping[str, Any]) -> bool:
     return record.get("verdict") not in NOT_TASKS
 
 
+def level(record: Mapping[str, Any], key: str) -> int:
+    """A record's round or sample: its own field, else its meta's (a submission's, which may
+    hold anything); 0 where neither is a whole number."""
+    meta = record.get("meta")
+    value = record.get(key) or (meta.get(key) if isinstance(meta, Mapping) else None) or 0
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
 def final(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The records of tasks at the run's final round and first sample (records without a
     round or sample count as round 0, sample 0)."""
     tasks = [r for r in records if is_task(r)]
-    level = lambda r, k: int(r.get(k) or (r.get("meta") or {}).get(k) or 0)  # noqa: E731
     if not tasks:
         return []
     last = max(level(r, "round") for r in tasks)
