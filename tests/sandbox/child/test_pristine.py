@@ -93,3 +93,14 @@ def test_a_replaced_builtin_tensor_method_or_kbx_function_is_found():
         handling.fresh = fresh
     assert "builtins.isinstance" in found and "torch.Tensor.detach" in found
     assert "kbx.sandbox.child.handling.fresh" in found
+
+
+def test_what_the_standard_library_caches_on_a_class_is_no_patch():
+    """Pickling or deep-copying a tensor caches ``__slotnames__`` on its class (copyreg)."""
+    import copy
+    import io
+
+    snapshot = pristine.snapshot()
+    copy.deepcopy(torch.ones(2))
+    torch.save(torch.ones(2), io.BytesIO())
+    assert snapshot.full() == []

@@ -83,6 +83,9 @@ LIBRARY_CLASSES = (
     torch.TypedStorage,
     torch.storage._StorageBase,
 )
+# names the standard library caches on a class as it is used (copyreg, when a tensor is pickled
+# or deep-copied): added, they are no one's patch
+CACHES = frozenset({"__slotnames__"})
 SYS_HOOKS = ("excepthook", "unraisablehook", "displayhook", "breakpointhook", "pycache_prefix")
 
 
@@ -94,15 +97,17 @@ def namespace(label: str, space: dict[str, Any], strict: bool) -> tuple[Any, ...
 
 def changed(entry: tuple[Any, ...]) -> list[str]:
     """What changed in a ``namespace``: with ``strict`` any entry; otherwise a function, class
-    or module replaced or removed, or a function or class added (a module's data, or a
-    submodule imported later, does not count)."""
+    or module replaced or removed, or a function or class added (a module's data, or a module
+    imported or cached there since, does not count: a plain module is not callable)."""
     label, space, strict, keys, ids, values = entry
     if _tuple(space) == keys and _tuple(_map(_id, space.values())) == ids:
         return []
     found = []
     for key in sorted({*keys, *space}, key=str):
         before, after = values.get(key, _MISSING), space.get(key, _MISSING)
-        if before is after or (before is _MISSING and _type(after) is ModuleType):
+        if before is after or _type(after) is ModuleType:
+            continue  # a submodule imported, or a module cached, since: no one's patch
+        if before is _MISSING and key in CACHES:
             continue
         if strict or _counts(before) or _counts(after):
             found.append(f"{label}.{key}")
