@@ -98,15 +98,16 @@ def namespace(label: str, space: dict[str, Any], strict: bool) -> tuple[Any, ...
 def changed(entry: tuple[Any, ...]) -> list[str]:
     """What changed in a ``namespace``: with ``strict`` any entry; otherwise a function, class
     or module replaced or removed, or a function or class added (a module's data, or a module
-    imported or cached there since, does not count: a plain module is not callable)."""
+    a library caches there, does not count: a plain module is not callable).  A submodule
+    imported since is never a change."""
     label, space, strict, keys, ids, values = entry
     if _tuple(space) == keys and _tuple(_map(_id, space.values())) == ids:
         return []
     found = []
     for key in sorted({*keys, *space}, key=str):
         before, after = values.get(key, _MISSING), space.get(key, _MISSING)
-        if before is after or _type(after) is ModuleType:
-            continue  # a submodule imported, or a module cached, since: no one's patch
+        if before is after or (_type(after) is ModuleType and (before is _MISSING or not strict)):
+            continue  # a submodule imported, or a library's module cached: no one's patch
         if before is _MISSING and key in CACHES:
             continue
         if strict or _counts(before) or _counts(after):
