@@ -14,7 +14,10 @@ os.environ.setdefault("TRITON_INTERPRET", "1")
 from kbx.evaluate import check as reference  # noqa: E402
 from kbx.gpu.placement import CPU
 from kbx.sandbox.child import entry as loader  # noqa: E402
-from kbx.sandbox.child import runner  # noqa: E402
+from kbx.sandbox.child import (
+    launches,  # noqa: E402
+    runner,  # noqa: E402
+)
 from kbx.suite import find  # noqa: E402
 from kbx.suite.verdict import Reject  # noqa: E402
 
@@ -29,7 +32,7 @@ def main() -> int:
     assert task is not None, f"no task {sys.argv[1]}"
     t0 = time.time()
     plan = runner.Plan.build(task, CPU, bench=False)
-    counter = runner.install_launch_counter(interpreted=True)
+    counter = launches.install_launch_counter(interpreted=True)
     loader.CANDIDATE_PATH = sys.argv[2]
     try:
         entry = loader.import_entry(task, Path(sys.argv[2]).resolve())

@@ -54,9 +54,11 @@ from kbx.sandbox.child import guard, launches, opcheck
 torch.cuda.init(); torch.empty(1, device="cuda")
 if variant == "all":
     benchtime.prepare_profiler()
+recorders = {gpu: opcheck.recorder(gpu=gpu) for gpu in (False, True)}
 counter = None
 if variant in ("counter", "all"):
-    counter = launches.install_launch_counter(False, None)
+    marks = recorders[True].launches if variant == "all" else None
+    counter = launches.install_launch_counter(False, None, marks=marks)
 
 @triton.jit
 def add(x, y, out, n, BLOCK: tl.constexpr):
@@ -71,14 +73,9 @@ if variant in ("guard", "all"):
     guard.install()
 sessions = {"profiler_cpu": [False], "profiler_gpu": [True], "all": [True]}
 for gpu in sessions.get(variant, []):
-    recorder = opcheck.OpRecorder(gpu=gpu)
-    if counter is not None:
-        recorder.kernels = counter.kernels
-        counter.mark = recorder.launch
+    recorder = recorders[gpu]
     for _ in range(10):  # a task's cases, a session each
         recorder.start(); call(); torch.cuda.synchronize(); recorder.stop()
-    if counter is not None:
-        counter.mark = None
 tick = clock.cuda_clock()
 def median_ms(fn, reps=200):
     times = []

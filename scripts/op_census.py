@@ -13,6 +13,7 @@ import fnmatch
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -23,25 +24,19 @@ from kbx.sandbox.child.entry import import_entry
 from kbx.suite import find
 from kbx.suite.tensors import fresh_arguments
 
-MARK_LAUNCHES = True  # launches inside the recorder's launch ranges, as kbx runs them
 MAX_BENCH_BYTES = 512 << 20  # benchmark cases larger than this are not run (--max-bench-mb)
 
 
-def census(
-    path: str, task_id: str, bench: bool, counter: launches.LaunchCounter
-) -> dict[str, object]:
+def census(path: str, task_id: str, bench: bool, recorder: Any) -> dict[str, object]:
     task = find(task_id)
     assert task is not None
     row: dict[str, object] = {"task_id": task_id}
     entry = import_entry(task, Path(path).resolve())
-    recorder = opcheck.OpRecorder()
-    counter.mark = recorder.launch if MARK_LAUNCHES else None
     recorder.start()
     for case in task.cases:
         with recorder.harness():
             args, kwargs = fresh_arguments(task.make_inputs(case, "cpu"))
         entry(*args, **kwargs)
-    counter.mark = None
     row["ops"] = recorder.stop()
     row["compute"] = evidence.compute_ops(row["ops"])  # type: ignore[arg-type]
     if bench:
@@ -66,21 +61,20 @@ def main() -> None:
     parser.add_argument("--bench", action="store_true")
     parser.add_argument("--tasks", default="*")
     parser.add_argument("--max-bench-mb", type=float, default=512.0)
-    parser.add_argument(
-        "--unmarked", action="store_true", help="count what runs inside launches too"
-    )
     args = parser.parse_args()
-    global MAX_BENCH_BYTES, MARK_LAUNCHES
-    MARK_LAUNCHES = not args.unmarked
+    global MAX_BENCH_BYTES
     MAX_BENCH_BYTES = int(args.max_bench_mb * 2**20)
-    counter = launches.install_launch_counter(interpreted=True)
+    recorder = opcheck.recorder()  # kbx's ranges as the child opens them
+    launches.install_launch_counter(
+        interpreted=True, marks=recorder.launches, libdevice_ranges=recorder.libdevice
+    )
     torch.set_num_threads(1)
     with open(args.out, "w") as out:
         for cand in read_source(Path(args.folder)):
             if not fnmatch.fnmatch(cand.task_id, args.tasks):
                 continue
             try:
-                row = census(cand.source, cand.task_id, args.bench, counter)
+                row = census(cand.source, cand.task_id, args.bench, recorder)
             except Exception as exc:  # noqa: BLE001 - reported per solution
                 row = {"task_id": cand.task_id, "error": f"{type(exc).__name__}: {exc}"[:300]}
             out.write(json.dumps(row) + "\n")

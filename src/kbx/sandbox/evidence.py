@@ -11,24 +11,49 @@ from kbx.sandbox.wire.channel import OTHER_US, TRITON_US
 # The glue a solution may do with torch around its kernels (``scripts/op_census.py`` over the
 # reference solutions): allocation and filling, views and layout, dtype and device copies,
 # metadata and scalar reads, and randint/random_ (random tasks draw their kernel's seed from
-# torch's generator).
+# torch's generator).  The child reports every operation outside kbx's ranges, nested ones too
+# (an operation nested in glue, such as a Python kernel the candidate registered for
+# ``aten::clone``, is no glue of its own).
 GLUE = frozenset(
     """
     empty empty_like empty_strided zeros zeros_like ones ones_like full full_like new_empty
-    new_zeros new_ones new_full new_empty_strided scalar_tensor lift_fresh lift_fresh_copy lift
+    new_zeros new_ones new_full new_empty_strided scalar_tensor
     view view_as reshape _reshape_alias _unsafe_view permute transpose t numpy_T contiguous
     expand expand_as unsqueeze squeeze flatten unflatten movedim as_strided narrow select slice
     unbind split split_with_sizes chunk view_as_real view_as_complex alias detach to _to_copy
     copy_ clone fill_ zero_ item _local_scalar_dense resize_ resize_as_ randint random_
-    broadcast_to swapaxes moveaxis result_type set_ is_nonzero _has_compatible_shallow_copy_type
-    real imag conj resolve_conj resolve_neg _conj _neg_view mT mH adjoint matrix_H
+    broadcast_to swapaxes moveaxis result_type is_nonzero _has_compatible_shallow_copy_type
+    real imag conj _conj _neg_view mT mH adjoint matrix_H
     """.split()
 )
+# Data entering or leaving a tensor without a Triton kernel: host compute, never glue.
+# lift_fresh: Python numbers, lists or NumPy arrays made a tensor (torch.tensor, as_tensor,
+# from_numpy, ``out[i] = v``); set_: a tensor over a storage's bytes (torch.load, a storage's
+# items read one by one); resolve_conj/resolve_neg at the top of a call: a tensor read into NumPy
+# or Python (``numpy()``, ``tolist()``, ``__array__``, the C method under them too); and the
+# child's own count of outputs and launch arguments in memory torch did not allocate (NumPy's, a
+# buffer's, DLPack's) and of DLPack hand-overs.
+HOST = {
+    "lift_fresh": "Python or NumPy data made a tensor",
+    "lift_fresh_copy": "Python or NumPy data made a tensor",
+    "lift": "Python or NumPy data made a tensor",
+    "set_": "a tensor over a storage's bytes",
+    "resolve_conj": "a tensor read into NumPy or Python",
+    "resolve_neg": "a tensor read into NumPy or Python",
+    "kbx::host_memory": "tensors in memory torch did not allocate, or handed over by DLPack",
+    "kbx::written": "Python numbers written into a tensor one view at a time",
+}
+LAUNCHES = "kbx::launches"  # the child's launch marks in the profiler's session
 
 
 def compute_ops(calls: dict[str, int]) -> dict[str, int]:
     """The operations of ``calls`` (aten names with counts) that are not glue."""
     return {k: v for k, v in calls.items() if k.removeprefix("aten::") not in GLUE}
+
+
+def host_ops(calls: dict[str, int]) -> dict[str, int]:
+    """The operations of ``calls`` that move data between the host and tensors."""
+    return {k: v for k, v in calls.items() if k.removeprefix("aten::") in HOST}
 
 
 # A case passes the GPU-time rule when at least this share of the GPU time its own calls made

@@ -214,14 +214,32 @@ class Follower:
         self.got.gpu_us[0] += calls.get(channel.TRITON_US, 0)
         self.got.gpu_us[1] += calls.get(channel.OTHER_US, 0)
         self.got.shares[f"{msg.kind} {msg.index}"] = evidence.triton_share(calls)
-        compute = evidence.compute_ops(calls)
-        if compute and self.triton:
+        launches = calls.pop(evidence.LAUNCHES, 0)
+        if self.triton:
+            self.judge_ops(f"{msg.kind} {msg.index}", calls, launches)
+
+    def judge_ops(self, case: str, calls: dict[str, int], launches: int) -> None:
+        """``no_triton`` for a case whose evidence shows torch compute, data moved between the
+        host and tensors, or no launch of a Triton kernel."""
+        host = evidence.host_ops(calls)
+        compute = {k: v for k, v in evidence.compute_ops(calls).items() if k not in host}
+        if compute:
             named = ", ".join(
                 f"{k.removeprefix('aten::')} x{v}" for k, v in sorted(compute.items())
             )
+            raise Reject(Verdict.NO_TRITON, f"{case}: torch computed outside Triton ({named})")
+        if host:
+            named = ", ".join(
+                f"{k.removeprefix('aten::')} x{v}: {evidence.HOST[k.removeprefix('aten::')]}"
+                for k, v in sorted(host.items())
+            )
             raise Reject(
                 Verdict.NO_TRITON,
-                f"{msg.kind} {msg.index}: torch computed outside Triton ({named})",
+                f"{case}: data moved between the host and tensors outside Triton ({named})",
+            )
+        if launches == 0:
+            raise Reject(
+                Verdict.NO_TRITON, f"{case}: no Triton kernel launch in kbx's profiler session"
             )
 
     def check_share(self) -> None:

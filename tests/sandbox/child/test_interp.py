@@ -42,3 +42,98 @@ def test_min_max_of_floats_return_the_non_nan_operand_as_on_the_gpu():
     lo, hi = json.loads(out.stdout.strip().splitlines()[-1])
     assert lo == [-1.0, -1.0, 0.5, 5.0]
     assert hi == [1.0, -5.0, 0.5, 1.0]
+
+
+BODIES = r"""
+import json
+import math
+import numpy as np
+import torch
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+from triton.runtime.interpreter import InterpretedFunction, TensorHandle
+from kbx.sandbox.child import interp
+
+rules = interp.rules()
+rewrite = InterpretedFunction.rewrite
+LOG2E: tl.constexpr = tl.constexpr(1.4426950408889634)
+
+
+def helper(x):
+    return x
+
+
+@triton.jit
+def twice(x):
+    return x * 2
+
+
+@triton.jit
+def honest(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    y = libdevice.erfc(twice(x)) + tl.zeros((BLOCK,), tl.float32) * LOG2E + math.pi
+    for _ in range(min(2, BLOCK)):
+        y = tl.maximum(y, 0.0)
+    tl.store(y_ptr + offs, tl.sigmoid(y), mask=offs < n)
+
+
+@triton.jit
+def calls_helper(x_ptr, BLOCK: tl.constexpr):
+    tl.store(x_ptr, helper(tl.load(x_ptr)))
+
+
+@triton.jit
+def numpy_block(x_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr)
+    tl.store(x_ptr, np.tanh(x.handle.data))
+
+
+@triton.jit
+def torch_in_device(x_ptr, BLOCK: tl.constexpr):
+    tl.store(x_ptr, uses_torch(tl.load(x_ptr)))
+
+
+@triton.jit
+def uses_torch(x):
+    return torch.tanh(x)
+
+
+@triton.jit
+def calls_argument(x_ptr, FN: tl.constexpr):
+    tl.store(x_ptr, FN(tl.load(x_ptr)))
+
+
+x = torch.ones(4)
+found = {}
+for name, kernel, extra in [
+    ("honest", honest, {}), ("calls_helper", calls_helper, {}), ("numpy_block", numpy_block, {}),
+    ("torch_in_device", torch_in_device, {}), ("calls_argument", calls_argument, {"FN": helper}),
+]:
+    args = (x, x, 4) if name == "honest" else (x,)
+    kwargs = {"BLOCK": 4, **extra} if name != "calls_argument" else extra
+    found[name] = interp.checked(kernel, args, kwargs, rules, rewrite)[1]
+tl.sigmoid = helper
+found["patched"] = interp.checked(honest, (x, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
+print(json.dumps(found))
+"""
+
+
+def test_a_kernel_body_is_triton_only():
+    """In the interpreter a kernel body runs as Python: one that reaches a Python function, NumPy,
+    the block's NumPy array, torch (in a device function too), a Python function passed as an
+    argument, or a triton.language function the candidate replaced, is not Triton work; one of
+    triton.language, libdevice, device functions, constexprs, math constants and the builtins a
+    compiled kernel may call is."""
+    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(ROOT / "src"))
+    out = subprocess.run(
+        [sys.executable, "-c", BODIES], env=env, capture_output=True, text=True, check=True
+    )
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    assert found["honest"] is None
+    assert "helper (a function)" in found["calls_helper"]
+    assert ".handle" in found["numpy_block"] and "np.tanh" in found["numpy_block"]
+    assert "torch.tanh" in found["torch_in_device"]
+    assert "argument FN (a function)" in found["calls_argument"]
+    assert "sigmoid replaced" in found["patched"]

@@ -112,19 +112,22 @@ def preload(device: str) -> None:
     of CPU a child, and ``opcheck`` opens a session a case).  CPU children get that first session
     itself; on a GPU host a session would start CUPTI, and forks could not use CUDA, so there the
     modules are only imported, with torch's CUDA checks through NVML, which leaves the driver
-    alone (docs/design/throughput.md, Imports under dispatch modes).  Also kbx's own modules
-    that every child imported after the fork: the job's schema, the guard, the op recorder, the
-    output files and, on the CPU, the interpreter's patches (0.13 s a child on the 2-core
-    development machine, docs/design/throughput.md, New candidates)."""
+    alone (docs/design/throughput.md, Imports under dispatch modes).  Also the guard, with its
+    census of trusted code (``guard_children``), and the interpreter's first launch
+    (``interp.settle``), which each child would otherwise make itself, and kbx's modules every
+    child imported after the fork: the job's schema, the op recorder, the output files
+    (0.13 s a child on the 2-core development machine, docs/design/throughput.md, New
+    candidates)."""
     from kbx.gpu import benchtime, gpuops
-    from kbx.sandbox.child import guard, main, opcheck  # noqa: F401 - imported for the children
+    from kbx.sandbox.child import interp, main, opcheck  # noqa: F401 - for the children
     from kbx.sandbox.wire import channel, job, outputs  # noqa: F401
 
-    if device == "cpu":
-        from kbx.sandbox.child import interp  # noqa: F401
     gpuops.preload()
     if device == "cpu":
         benchtime.prepare_profiler()
+        interp.settle()
+        interp.rules()  # its imports (libdevice's modules: some 0.4 s a child)
+        guard_children(interp.triton_root())
         return
     os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
     import torch
@@ -132,6 +135,19 @@ def preload(device: str) -> None:
 
     if torch.cuda.is_initialized():
         raise RuntimeError("preloading torch._inductor initialized CUDA in the fork server")
+    guard_children(None)
+
+
+def guard_children(root: str | None) -> None:
+    """The candidate's guard (``guard.install``), installed here once from frozen copies of
+    kbx's modules: every child forked from now on has the audit hook and its census of trusted
+    code (``root``: Triton's folder, whose code the interpreter's launch gate needs listed)."""
+    from kbx.sandbox.child import bound, guard  # noqa: F401 - guard: frozen below
+
+    frozen = bound.freeze().modules["kbx.sandbox.child.guard"]
+    state = frozen.install()
+    if root is not None:
+        frozen.codes_under(state, root)
 
 
 def parse(data: bytes) -> dict[str, Any]:

@@ -1,6 +1,12 @@
 """Gaps of Triton's CPU interpreter that kbx closes in the candidate's child process.
 
 Only applied when the child runs with ``TRITON_INTERPRET=1``:
+- a kernel body is Triton only (``triton_only``): the interpreter runs it as plain Python, so a
+  body that reaches Python outside ``triton.language`` (a helper function, NumPy, torch, the
+  loaded block's NumPy array behind ``.handle``) would compute outside Triton; compiled for the
+  GPU it would not build.  The launch gate (``launches``) refuses such a launch as ``no_triton``;
+- arguments stay where they are: on the CPU the interpreter's copies of its arguments to the host
+  (and back) are the arguments themselves, so a launch runs no torch operation of its own;
 - multi-config autotuning needs a GPU to benchmark configurations; on the CPU every configuration
   computes the same result, so the first one is kept;
 - libdevice functions (``extern_elementwise``) are computed by ``kbx.sandbox.child.libdevice``;
@@ -13,12 +19,48 @@ Only applied when the child runs with ``TRITON_INTERPRET=1``:
 
 from __future__ import annotations
 
+import builtins
+import functools
 import importlib
+import math
+import opcode
+import os
+import sys
+import types
+from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
+import torch
 from triton.language.core import is_builtin
 
 EXTRA = "triton.language.extra"
+# Python's builtins a compiled Triton kernel may name (triton's code generator's own list)
+KERNEL_BUILTINS = (
+    "len", "list", "range", "float", "int", "isinstance", "getattr", "hasattr", "print",
+    "min", "max",
+)  # fmt: skip
+REFUSED_ATTRIBUTES = frozenset({"handle"})  # the interpreter's NumPy value behind a tl.tensor
+_OPS = opcode.opmap
+_CACHES = getattr(opcode, "_inline_cache_entries", [0] * 256)
+_EXTENDED_ARG, _CACHE = _OPS["EXTENDED_ARG"], _OPS.get("CACHE", -1)
+_GLOBAL_SHIFT = 1 if sys.version_info >= (3, 11) else 0
+_ATTR_SHIFT = 1 if sys.version_info >= (3, 12) else 0
+_LOAD_GLOBALS = frozenset(_OPS[n] for n in ("LOAD_GLOBAL", "LOAD_NAME") if n in _OPS)
+_ATTRS = frozenset(_OPS[n] for n in ("LOAD_ATTR", "LOAD_METHOD") if n in _OPS)
+_NAMED = frozenset(_OPS[n] for n in ("STORE_ATTR", "DELETE_ATTR") if n in _OPS)
+_REFUSED_OPS = {
+    _OPS[n]: why
+    for n, why in (
+        ("IMPORT_NAME", "an import"), ("STORE_GLOBAL", "a global's assignment"),
+        ("DELETE_GLOBAL", "a global's deletion"), ("LOAD_DEREF", "a closure's variable"),
+        ("LOAD_CLASSDEREF", "a closure's variable"),
+    )
+    if n in _OPS
+}  # fmt: skip
+_type, _id, _vars, _getattr = type, id, vars, getattr
+_Code, _Module, _Function = types.CodeType, types.ModuleType, types.FunctionType
+_BUILTINS = vars(builtins)
 
 
 class GlobalsAsAttributes:
@@ -59,6 +101,323 @@ def reject_plain_globals(fn: Any) -> None:
             )
 
 
+def rules(codes: list[Any] | None = None) -> SimpleNamespace:
+    """What a kernel body may name, gathered before the candidate is imported: the objects of
+    ``triton.language`` (by identity), its classes, the kernel classes, the builtins a compiled
+    kernel may call, and Triton's own code objects (``codes``: else found by a gc walk)."""
+    import triton.language  # noqa: F401 - its submodules below
+    from triton.runtime import interpreter, jit
+
+    for name in (f"{EXTRA}.libdevice", f"{EXTRA}.cuda.libdevice"):
+        importlib.import_module(name)
+    modules = [
+        m for n, m in sorted(sys.modules.items())
+        if (n == "triton.language" or n.startswith("triton.language.")) and _type(m) is _Module
+    ]  # fmt: skip
+    values = [v for m in modules for v in list(vars(m).values())]
+    wrappers = (getattr(jit, "TensorWrapper", None), getattr(jit, "TensorDescriptor", None))
+    codes = codes if codes is not None else triton_codes()
+    classes = [v for v in values if isinstance(v, type) and v.__module__.startswith("triton.")]
+    spaces = [vars(m) for m in modules] + [own_dict(c) for c in classes]
+    # the interpreter copies its own module's globals into the modules of the kernels it
+    # rewrites, Triton's own device functions' included
+    members = [v for space in [*spaces, vars(interpreter)] for v in list(space.values())]
+    return SimpleNamespace(
+        kept=(modules, values, codes, members),  # identities stay unique while these live
+        codes=frozenset(_id(c) for c in codes),
+        spaces=spaces,
+        ids=frozenset(_id(v) for v in [*modules, *values, *members]),
+        classes=frozenset(v for v in values if isinstance(v, type)),
+        kernels=frozenset({interpreter.InterpretedFunction, jit.JITFunction}),
+        wrappers=frozenset(c for c in wrappers if c is not None),
+        builtins=frozenset(_id(_BUILTINS[n]) for n in KERNEL_BUILTINS),
+        semantic=_id(getattr(interpreter, "interpreter_semantic", None)),
+        math=math,
+        plain=frozenset({bool, int, float, complex, str, type(None), torch.dtype}),
+        numpy_scalar=_numpy_scalar_types(),
+    )
+
+
+def triton_root() -> str:
+    import triton
+
+    return os.path.dirname(os.path.realpath(triton.__file__)) + os.sep
+
+
+def triton_codes() -> list[Any]:
+    """Every code object of Triton's own functions alive now, nested ones included (the
+    interpreter makes its stand-ins for ``triton.language`` from them during launches)."""
+    import gc
+
+    root = triton_root()
+    found: list[Any] = []
+    files: dict[str, bool] = {}
+    for obj in gc.get_objects():
+        if _type(obj) is not _Function:
+            continue
+        name = obj.__code__.co_filename
+        if name not in files:
+            files[name] = os.path.realpath(name).startswith(root)
+        if files[name]:
+            todo = [obj.__code__]
+            while todo:
+                code = todo.pop()
+                found.append(code)
+                todo.extend(c for c in code.co_consts if _type(c) is _Code)
+    return found
+
+
+def own_dict(cls: type) -> dict[str, Any]:
+    """A class's own dict behind its read-only view (read, never written)."""
+    import gc
+
+    return gc.get_referents(vars(cls))[0]  # type: ignore[no-any-return]
+
+
+def triton_own(value: Any, rules: Any) -> bool:
+    """Whether ``value`` is Triton's own: an object of ``triton.language`` (or of its
+    interpreter) as imported, or a function whose code is Triton's, or a partial of one (the
+    interpreter's stand-ins)."""
+    if _id(value) in rules.ids:
+        return True
+    if _type(value) is functools.partial:
+        return triton_own(value.func, rules)
+    return _type(value) is _Function and _id(value.__code__) in rules.codes
+
+
+def replaced(rules: Any) -> list[str]:
+    """The functions of ``triton.language``'s modules and classes that are not Triton's own
+    any more: what the candidate put there would run inside every kernel body."""
+    found = []
+    for space in rules.spaces:
+        for key, value in list(space.items()):
+            if foreign(value, rules):
+                found.append(key)
+    return found
+
+
+def foreign(value: Any, rules: Any) -> bool:
+    """A callable (not a class) that is neither Triton's own nor a C function."""
+    if not callable(value) or isinstance(value, type) or triton_own(value, rules):
+        return False
+    return _type(value) in (_Function, types.MethodType) or not _is_builtin(value)
+
+
+def _is_builtin(value: Any) -> bool:
+    """A C function or slot wrapper (Python's or an extension's), which a candidate cannot make."""
+    return _type(value).__name__ in (
+        "builtin_function_or_method",
+        "wrapper_descriptor",
+        "method_descriptor",
+        "getset_descriptor",
+        "member_descriptor",
+        "classmethod_descriptor",
+    )
+
+
+def _numpy_scalar_types() -> frozenset[type]:
+    import numpy as np
+
+    return frozenset(
+        t for t in vars(np).values() if isinstance(t, type) and issubclass(t, np.generic)
+    )
+
+
+def instructions(code: Any) -> list[tuple[int, int]]:
+    """(opcode, argument) of each instruction of ``code``, caches and EXTENDED_ARG folded."""
+    raw = code.co_code
+    found: list[tuple[int, int]] = []
+    extended, i, n = 0, 0, len(raw)
+    while i < n:
+        op, arg = raw[i], raw[i + 1] | extended
+        i += 2
+        if op == _EXTENDED_ARG:
+            extended = arg << 8
+            continue
+        extended = 0
+        if op != _CACHE:
+            found.append((op, arg))
+            i += 2 * _CACHES[op]
+    return found
+
+
+def body_names(code: Any) -> tuple[list[list[str]], list[str], list[str]]:
+    """A code object's global name chains (``tl.extra.cuda.libdevice.tanh``), its attribute
+    names, and what it does that a kernel may not (an import, a global's assignment), nested
+    code included."""
+    chains: list[list[str]] = []
+    attributes: list[str] = []
+    refused: list[str] = []
+    todo = [code]
+    while todo:
+        current = todo.pop()
+        names = current.co_names
+        chain: list[str] | None = None
+        for op, arg in instructions(current):
+            if op in _LOAD_GLOBALS:
+                chain = [names[arg >> _GLOBAL_SHIFT if op == _OPS["LOAD_GLOBAL"] else arg]]
+                chains.append(chain)
+                continue
+            if op in _ATTRS:
+                name = names[arg >> _ATTR_SHIFT if op == _OPS["LOAD_ATTR"] else arg]
+                attributes.append(name)
+                if chain is not None:
+                    chain.append(name)
+                continue
+            chain = None
+            if op in _NAMED:
+                attributes.append(names[arg])
+            elif op in _REFUSED_OPS:
+                refused.append(_REFUSED_OPS[op])
+        todo.extend(c for c in current.co_consts if _type(c) is _Code)
+    return chains, attributes, refused
+
+
+def resolve(
+    chain: list[str], namespace: dict[str, Any], builtins: dict[str, Any]
+) -> tuple[str, Any]:
+    """The object a global name chain reaches, following attributes of modules only."""
+    head = chain[0]
+    if head in namespace:
+        value = namespace[head]
+    elif head in builtins:
+        value = builtins[head]
+    else:
+        return head, None
+    shown = head
+    for name in chain[1:]:
+        if _type(value) is not _Module:
+            break
+        value = _vars(value).get(name)
+        shown += "." + name
+    return shown, value
+
+
+def judge(value: Any, rules: Any, depth: int = 0) -> str | None:
+    """Why a kernel may not name ``value`` (None: it may)."""
+    t = _type(value)
+    if _id(value) in rules.ids or _id(value) in rules.builtins or _id(value) == rules.semantic:
+        return None
+    if t in rules.plain or t in rules.classes or t in rules.numpy_scalar:
+        return None
+    if t in rules.kernels:
+        return None  # a device function: its own body is checked (``bodies``)
+    if triton_own(value, rules):
+        return None
+    if t is _Module:
+        return (
+            None
+            if value is rules.math or value.__name__.startswith("triton.language")
+            else (f"the module {value.__name__}")
+        )
+    if t is types.BuiltinFunctionType and _getattr(value, "__self__", None) is rules.math:
+        return None  # math on constants, folded at compile time
+    if t is tuple and depth < 4:
+        return next((why for v in value if (why := judge(v, rules, depth + 1))), None)
+    return f"a {t.__name__}"
+
+
+def builtins_of(fn: Any) -> dict[str, Any]:
+    """The builtins a function's body finds (its globals' ``__builtins__``)."""
+    found = fn.__globals__.get("__builtins__", _BUILTINS)
+    return found if _type(found) is dict else _vars(found)
+
+
+def kernel_problems(fn: Any, rules: Any) -> list[str]:
+    """What a kernel function's body reaches that is not Triton."""
+    chains, attributes, refused = body_names(fn.__code__)
+    problems = list(dict.fromkeys(refused))
+    for name in attributes:
+        if name in REFUSED_ATTRIBUTES or (name.startswith("__") and name.endswith("__")):
+            problems.append(f"the attribute .{name}")
+    for chain in chains:
+        shown, value = resolve(chain, fn.__globals__, builtins_of(fn))
+        if value is None and shown == chain[0]:
+            continue  # an unknown name fails as the GPU compiler would
+        if why := judge(value, rules):
+            problems.append(f"{shown} ({why})")
+    return problems
+
+
+def bodies(fn: Any, rules: Any, rewrite: Callable[[Any], Any]) -> list[Any]:
+    """The kernel's body and those of the device functions it names, recursively, each as the
+    interpreter runs it (``rewrite``: Triton's, which caches what it made)."""
+    found, seen, todo = [fn], {_id(fn)}, [fn]
+    while todo:
+        current = todo.pop()
+        chains, _, _ = body_names(current.__code__)
+        for chain in chains:
+            _, value = resolve(chain, current.__globals__, builtins_of(current))
+            if _type(value) not in rules.kernels or _type(_vars(value).get("fn")) is not _Function:
+                continue
+            inner = rewrite(value)
+            if _type(inner) is _Function and _id(inner) not in seen:
+                seen.add(_id(inner))
+                found.append(inner)
+                todo.append(inner)
+    return found
+
+
+def argument_problems(args: tuple[Any, ...], kwargs: dict[str, Any], rules: Any) -> list[str]:
+    """Arguments a launch may not take: anything but plain tensors, numbers, dtypes, kernels."""
+    problems = []
+    for position, value in [*enumerate(args), *kwargs.items()]:
+        if _type(value) is torch.Tensor or _type(value) in rules.wrappers:
+            continue
+        if (why := judge(value, rules)) is not None:
+            problems.append(f"argument {position} ({why})")
+    return problems
+
+
+def checked(
+    kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], rules: Any, rewrite: Any
+) -> tuple[Any, str | None]:
+    """The function a launch of ``kernel`` runs (its body as the interpreter rewrote it), and
+    why the launch is not Triton work (None: it is): a body, or a device function's, that
+    reaches Python outside ``triton.language``, or an argument of another kind."""
+    source: Any = _vars(kernel).get("fn") if _type(kernel) in rules.kernels else None
+    if _type(source) is not _Function:
+        return None, f"a launch of a {_type(kernel).__name__}, not a Triton kernel"
+    if changed := replaced(rules):
+        return (
+            None,
+            f"triton.language's {', '.join(sorted(changed)[:4])} replaced by candidate code",
+        )
+    fn = rewrite(kernel)
+    if _type(fn) is not _Function:
+        return None, f"kernel {source.__name__} runs a {_type(fn).__name__}"
+    problems = argument_problems(args, {k: v for k, v in kwargs.items() if k != "grid"}, rules)
+    for body in bodies(fn, rules, rewrite):
+        problems += [f"{body.__name__}: {p}" for p in kernel_problems(body, rules)]
+    if not problems:
+        return fn, None
+    more = f" and {len(problems) - 4} more" if len(problems) > 4 else ""
+    shown = "; ".join(problems[:4]) + more
+    return fn, f"kernel {source.__name__} reaches Python outside triton.language: {shown}"
+
+
+SETTLED: list[bool] = []
+
+
+def settle() -> None:
+    """One launch of a one-element kernel of kbx's own (once a process: the fork server's is
+    its children's): the interpreter's first launch leaves entries of its own in ``tl.tensor``'s
+    class (``__repr__``, ``__index__``...), which must be in place before the child's snapshot
+    (``pristine``), not appear during the candidate's."""
+    import triton
+    import triton.language as tl
+
+    if SETTLED:
+        return
+    SETTLED.append(True)
+
+    def copy_one(src_ptr, dst_ptr):  # type: ignore[no-untyped-def]
+        tl.store(dst_ptr, tl.load(src_ptr))
+
+    x = torch.zeros(1)
+    triton.jit(copy_one)[(1,)](x, x)
+
+
 def nan_ignoring_min_max(builder: Any) -> None:
     """``tl.maximum(x, y)`` (propagate_nan=NONE, the default) lowers to LLVM's maxnum, which
     returns the other operand when one is NaN (PTX ``max.f32``): numpy's fmax, not maximum."""
@@ -68,14 +427,30 @@ def nan_ignoring_min_max(builder: Any) -> None:
     builder.create_minnumf = lambda self, lhs, rhs: self.binary_op(lhs, rhs, np.fmin)
 
 
-def apply() -> None:
+def in_place_arguments(interpreter: Any) -> None:
+    """On the CPU the interpreter's host copies of a launch's arguments are the arguments: no
+    copy to make, none to copy back, and so no torch operation inside a launch."""
+
+    def to_host(self: Any, args_dev: Any, kwargs: Any) -> Any:
+        return list(args_dev), dict(kwargs)
+
+    def back(self: Any, args_dev: Any, args_hst: Any, kwargs: Any, kwargs_hst: Any) -> None:
+        return None
+
+    interpreter.GridExecutor._init_args_hst = to_host
+    interpreter.GridExecutor._restore_args_dev = back
+
+
+def apply(extern: Callable[..., Any] | None = None) -> None:
+    """Patch the interpreter; ``extern`` (a sealed function: ``launches``) computes libdevice
+    calls, else ``libdevice.extern_elementwise`` directly."""
     from triton.runtime import autotuner, interpreter
 
     from kbx.sandbox.child.libdevice import extern_elementwise
 
-    interpreter.InterpreterBuilder.create_extern_elementwise = (  # type: ignore[method-assign]
-        lambda self, *args: extern_elementwise(*args)
-    )
+    compute = extern if extern is not None else (lambda self, *args: extern_elementwise(*args))
+    interpreter.InterpreterBuilder.create_extern_elementwise = compute  # type: ignore[method-assign]
+    in_place_arguments(interpreter)
     original_patch_lang = interpreter._patch_lang
 
     def patch_lang(fn: Any) -> Any:

@@ -1,105 +1,295 @@
-"""Triton launches in the candidate's child: counted (a candidate must launch at least one), and on
-the GPU taken through the per-GPU lock, with compilation kept outside it and timed."""
+"""Triton launches in the candidate's child: each goes through kbx's launch gate, which counts it
+(a candidate must launch at least one), refuses one that is not Triton work, marks it in the op
+recorder's session, and on the GPU takes it through the per-GPU lock, compilation kept outside.
+
+The gate is a generator: what it keeps (the counts, the refusals, the recorder's marks, Triton's
+own launch method) lives in its suspended frame, which the guard keeps from candidate code
+(``gi_frame``).  Triton's ``run`` methods are replaced by ``bound.sealed`` functions whose globals
+are empty and whose one closure cell holds the gate: a candidate that reaches them (their
+``__closure__`` is not audited) can only ask for a launch, which is checked like any other.
+Before this design a candidate read the counter, the recorder and its ranges out of that closure
+(``tests/exploits/closure_counter``).
+
+In the CPU interpreter a launch is Triton work only if the kernel's body, and each device
+function's it names, reach nothing outside ``triton.language`` and its arguments are tensors,
+numbers, dtypes or kernels (``interp.triton_only``); the gate runs the very function it checked.
+A refused launch raises in the candidate's call and is kept: the call is ``no_triton`` whatever
+the candidate does with the exception.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 import time
 from typing import Any
 
 import torch
 
 from kbx.gpu.gpulock import exclusive, holding, locked
+from kbx.sandbox.child import bound, interp, libdevice, pristine
 
 
 class LaunchCounter:
-    def __init__(self) -> None:
-        self.launches = 0
-        self.depth = 0  # > 0 while inside a launch
+    """The gate's counts, for kbx's own tools (``audit``, ``scripts/op_census.py``); the child
+    reads ``state`` (a dict) rather than these attributes."""
+
+    def __init__(self, state: dict[str, Any]) -> None:
+        self.state = state
+        self.kernels: set[str] = state["kernels"]
         self.required = True  # off only when kbx validates a task's own PyTorch reference
-        self.mark: Any = None  # while ops are recorded: the range around each launch (opcheck)
-        self.own: Any = None  # ... and the candidate range around its grid function in one
-        self.kernels: set[str] = set()  # names of the Triton kernels launched (opcheck)
-        self.compile_s = 0.0  # wall seconds in compiles (and cache loads) before a GPU launch
+
+    @property
+    def launches(self) -> int:
+        return int(self.state["launches"])
+
+    @property
+    def depth(self) -> int:
+        return int(self.state["depth"])
 
 
-def compiled(counter: LaunchCounter, original: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """``original`` called as a warm-up (Triton compiles, or loads from its cache, and launches
-    nothing), its wall time added to ``counter.compile_s``: the figure the throughput benchmark
-    reports as a candidate's compile (docs/design/throughput.md)."""
-    began = time.monotonic()
-    try:
-        return original(fn, *args, **{**kwargs, "warmup": True})
-    finally:
-        counter.compile_s += time.monotonic() - began
+def new_state() -> dict[str, Any]:
+    """The gate's record: launches let through, launches in progress, the kernels' names, why
+    launches were refused, and the wall seconds of compiles (and cache loads) ahead of GPU
+    launches (``compile_s``: the throughput benchmark's compile figure)."""
+    return {"launches": 0, "depth": 0, "kernels": set(), "refused": [], "compile_s": 0.0}
 
 
-def install_launch_counter(interpreted: bool, lock: str | None = None) -> LaunchCounter:
-    """Count every Triton kernel launch (compiled or interpreted) from here on.
+def _launch_code() -> Any:
+    gate: Any = None
+
+    def run(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        ok, value = gate.send((self, args, kwargs))
+        if ok:
+            return value
+        raise value
+
+    return run.__code__
+
+
+def _extern_code() -> Any:
+    gate: Any = None
+
+    def extern(self, *args):  # type: ignore[no-untyped-def]
+        ok, value = gate.send(args)
+        if ok:
+            return value
+        raise value
+
+    return extern.__code__
+
+
+LAUNCH_CODE, EXTERN_CODE = _launch_code(), _extern_code()
+
+
+def install_launch_counter(
+    interpreted: bool,
+    lock: str | None = None,
+    marks: Any = None,
+    libdevice_ranges: Any = None,
+    state: dict[str, Any] | None = None,
+    codes: list[Any] | None = None,
+) -> LaunchCounter:
+    """Every Triton kernel launch (compiled or interpreted) from here on goes through the gate.
+    ``marks``: the recorder's draw of launch ranges (``opcheck.issuer``), one around each
+    launch; ``libdevice_ranges``: its draw of libdevice ranges, around the libdevice stand-ins'
+    torch work (the CPU); ``codes``: Triton's own code objects (``interp.rules``).  Called from
+    frozen code (``bound``), the gates run frozen code.
 
     With a GPU ``lock``, a launch outside any timing compiles first (and an autotuned kernel
     compiles every config) without the lock, then runs and finishes under the shared lock: a
     compile takes seconds of CPU and must not hold up another candidate's timing, while the
     kernel itself must not overlap one."""
+    from triton.runtime import jit
     from triton.runtime.jit import JITFunction
 
-    counter = LaunchCounter()
+    state = state if state is not None else new_state()
     lock = None if interpreted else lock  # the interpreter runs on the CPU: nothing to share
-    classes: list[Any] = [JITFunction]
+    gates: list[tuple[Any, Any]] = [
+        (JITFunction, launch_gate(JITFunction.run, state, marks, lock, jit))
+    ]
     if interpreted:
-        from triton.runtime.interpreter import InterpretedFunction
+        from triton.runtime.interpreter import GridExecutor, InterpretedFunction
 
-        from kbx.sandbox.child import interp
-
-        interp.apply()
-        classes.append(InterpretedFunction)
-    for cls in classes:
-        cls.run = counted(cls.run, counter, lock)
+        extern = libdevice_gate(libdevice_ranges)
+        next(extern)
+        # the interpreter's other patches from the module itself, not its frozen copy: a
+        # function kbx leaves where the candidate reaches it must not lead to frozen globals
+        real("interp").apply(bound.sealed(extern, EXTERN_CODE, "create_extern_elementwise"))
+        run = interpreted_gate(
+            GridExecutor, InterpretedFunction.rewrite, state, marks, jit, interp.rules(codes)
+        )
+        gates.append((InterpretedFunction, run))
+    for cls, gate in gates:
+        next(gate)
+        cls.run = bound.sealed(gate, LAUNCH_CODE, "run")
     if lock is not None:
-        lock_autotuner(lock)
+        real("launches").lock_autotuner(lock)
     if not interpreted:
-        track_streams()
-    return counter
+        real("launches").track_streams()
+    return LaunchCounter(state)
 
 
-def counted(original: Any, counter: LaunchCounter, lock: str | None) -> Any:
-    """``original`` (a ``run`` method) counting its launches; with a GPU ``lock`` compiled
-    unlocked first (timed: ``compiled``), then run under the shared lock."""
+def real(name: str) -> Any:
+    """kbx's module ``kbx.sandbox.child.<name>`` itself (frozen code names its copies)."""
+    return sys.modules[f"kbx.sandbox.child.{name}"]
 
-    from triton.runtime import jit  # bound once: the check below runs on every launch
 
-    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-        warm = kwargs.get("warmup", False)
-        if not warm:
-            counter.launches += 1
-        if joined := hooks(self, jit):
-            raise PermissionError(
-                f"kbx: a candidate may not hook Triton's launches ({', '.join(joined)}; see kbx's"
-                " trust model)"
-            )
-        counter.depth += 1
-        marked = counter.mark() if counter.mark is not None else contextlib.nullcontext()
-        if counter.mark is not None:  # its GPU kernel's name, for the GPU-time share
-            counter.kernels.add(getattr(getattr(self, "fn", None), "__name__", ""))
-            if counter.own is not None and callable(kwargs.get("grid")):
-                kwargs["grid"] = owned(kwargs["grid"], counter.own)
+def launch_gate(
+    original: Any, state: dict[str, Any], marks: Any, lock: str | None, jit: Any
+) -> Any:
+    """The generator behind a compiled kernel's ``run``: each ``send((kernel, args, kwargs))``
+    is one launch, answered with ``(True, result)`` or ``(False, exception)``."""
+    answer: Any = None
+    while True:
+        kernel, args, kwargs = yield answer
         try:
-            with marked:
-                if lock is None or holding():
-                    return original(self, *args, **kwargs)
-                if warm:  # a compile alone (an autotuned config's, below)
-                    return compiled(counter, original, self, *args, **kwargs)
-                compiled(counter, original, self, *args, **kwargs)  # unlocked
-                return locked(lock, "launch", original, self, *args, **kwargs)
+            answer = (
+                True,
+                compiled_launch(kernel, args, kwargs, original, state, marks, lock, jit),
+            )
+        except BaseException as exc:  # noqa: BLE001 - handed back to the caller to raise
+            answer = (False, exc)
+
+
+def compiled_launch(
+    kernel: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    original: Any,
+    state: dict[str, Any],
+    marks: Any,
+    lock: str | None,
+    jit: Any,
+) -> Any:
+    warm = kwargs.get("warmup", False)
+    if not warm:
+        state["launches"] += 1
+    refuse_hooks(kernel, jit)
+    state["depth"] += 1
+    mark = contextlib.nullcontext() if warm or marks is None else marks()
+    if not warm and marks is not None:
+        state["kernels"].add(getattr(getattr(kernel, "fn", None), "__name__", ""))
+    try:
+        with mark:
+            if lock is None or holding():
+                return original(kernel, *args, **kwargs)
+            if warm:  # a compile alone (an autotuned config's)
+                return compiled(state, original, kernel, *args, **kwargs)
+            compiled(state, original, kernel, *args, **kwargs)  # unlocked
+            return locked(lock, "launch", original, kernel, *args, **kwargs)
+    finally:
+        state["depth"] -= 1
+
+
+def compiled(state: dict[str, Any], original: Any, kernel: Any, *args: Any, **kwargs: Any) -> Any:
+    """``original`` called as a warm-up (Triton compiles, or loads from its cache, and launches
+    nothing), its wall time added to ``state["compile_s"]`` (docs/design/throughput.md)."""
+    began = _monotonic()
+    try:
+        return original(kernel, *args, **{**kwargs, "warmup": True})
+    finally:
+        state["compile_s"] += _monotonic() - began
+
+
+_monotonic = time.monotonic
+
+
+def interpreted_gate(
+    executor: Any, rewrite: Any, state: dict[str, Any], marks: Any, jit: Any, rules: Any
+) -> Any:
+    """The generator behind an interpreted kernel's ``run``: each launch's kernel body and
+    arguments are checked (``interp.checked``), and the body checked is the one run."""
+    answer: Any = None
+    while True:
+        kernel, args, kwargs = yield answer
+        try:
+            answer = (
+                True,
+                interpreted_launch(
+                    kernel, args, kwargs, executor, rewrite, state, marks, jit, rules
+                ),
+            )
+        except BaseException as exc:  # noqa: BLE001 - handed back to the caller to raise
+            answer = (False, exc)
+
+
+def interpreted_launch(
+    kernel: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    executor: Any,
+    rewrite: Any,
+    state: dict[str, Any],
+    marks: Any,
+    jit: Any,
+    rules: Any,
+) -> Any:
+    kwargs = dict(kwargs)
+    grid, warm = kwargs.pop("grid", None), kwargs.pop("warmup", False)
+    if warm:
+        return None
+    fn, why = interp.checked(kernel, args, kwargs, rules, rewrite)
+    if why is not None:
+        state["refused"].append(why)
+        raise RuntimeError(f"kbx: {why} (not Triton work: see kbx's trust model)")
+    state["launches"] += 1
+    refuse_hooks(kernel, jit)
+    state["depth"] += 1
+    if marks is not None:
+        state["kernels"].add(fn.__name__)
+    mark = contextlib.nullcontext() if marks is None else marks()
+    try:
+        with mark:
+            names, hooks = vars(kernel)["arg_names"], vars(kernel)["pre_run_hooks"]
+            return executor(fn, names, grid, hooks)(*args, **kwargs)
+    finally:
+        state["depth"] -= 1
+
+
+def refuse_hooks(kernel: Any, jit: Any) -> None:
+    if joined := hooks(kernel, jit):
+        raise PermissionError(
+            f"kbx: a candidate may not hook Triton's launches ({', '.join(joined)}; see kbx's"
+            " trust model)"
+        )
+
+
+def libdevice_gate(draw: Any) -> Any:
+    """The generator behind the interpreter's libdevice hook: each ``send(args)`` computes one
+    libdevice call (``libdevice.extern_elementwise``), its torch work inside kbx's libdevice
+    range (``draw``: the recorder's) and the shield."""
+
+    def in_range(fn: Any, *args: Any) -> Any:
+        shield = pristine.enter()
+        try:
+            if draw is None:
+                return fn(*args)
+            with draw():
+                return fn(*args)
         finally:
-            counter.depth -= 1
+            pristine.leave(shield)
 
-    return run
+    answer: Any = None
+    while True:
+        args = yield answer
+        try:
+            answer = (True, compute(args, in_range))
+        except BaseException as exc:  # noqa: BLE001 - handed back to the caller to raise
+            answer = (False, exc)
 
 
-# Triton's hooks that run code inside a launch, where the op recorder's launch range is: none
-# is set by kbx, Triton or torch outside inductor, so a set one is the candidate's
+def compute(args: tuple[Any, ...], in_range: Any) -> Any:
+    """One libdevice call (the interpreter's six arguments) with ``in_range`` for its torch work."""
+    lib_name, lib_path, symbol, arguments, ret_type, is_pure = args
+    return libdevice.extern_elementwise(
+        lib_name, lib_path, symbol, arguments, ret_type, is_pure, torch_range=in_range
+    )
+
+
+# Triton's hooks that run code inside a launch: none is set by kbx, Triton or torch outside
+# inductor, so a set one is the candidate's
 RUNTIME_HOOKS = (
     "launch_enter_hook", "launch_exit_hook", "kernel_load_start_hook", "kernel_load_end_hook",
     "jit_cache_hook", "jit_post_compile_hook", "add_stages_inspection_hook",
@@ -117,17 +307,6 @@ def hooks(fn: Any, jit: Any) -> list[str]:
         if hook is not None and getattr(hook, "calls", True):
             found.append(name)
     return found
-
-
-def owned(grid: Any, own: Any) -> Any:
-    """The candidate's grid function, called inside a candidate range (``OpRecorder.candidate``):
-    Triton calls it inside the launch, where the launch range would hide its torch work."""
-
-    def called(meta: Any) -> Any:
-        with own():
-            return grid(meta)
-
-    return called
 
 
 def track_streams() -> None:

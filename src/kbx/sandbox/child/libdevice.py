@@ -6,6 +6,11 @@ The interpreter raises on every ``extern_elementwise`` call, so kernels that use
 casts to the kernel's result type.  Rounding-mode variants (``_rn``, ``_rz``, ...) and ``fast_``
 approximations map to the correctly rounded function: results agree with the GPU within the
 tolerance of float32 tasks, not bit for bit.
+
+The functions NumPy lacks are torch's (``_t``), and ``extern_elementwise`` runs it
+through ``torch_range`` (the launch gate's: kbx's libdevice range, inside ``pristine``'s shield),
+with torch's C functions bound here, so that the op recorder leaves kbx's own torch work out and
+nothing of the candidate's runs inside it.
 """
 
 from __future__ import annotations
@@ -16,10 +21,30 @@ from typing import Any
 import numpy as np
 import torch
 
+_from_numpy, _to_numpy = torch.from_numpy, torch._C.TensorBase.numpy
+_lgamma, _exp, _floor, _remainder = torch.lgamma, torch.exp, torch.floor, torch.remainder
+_lt, _eq, _and, _where, _mul = torch.lt, torch.eq, torch.logical_and, torch.where, torch.mul
 
-def _t(fn: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[np.ndarray], np.ndarray]:
-    """A PyTorch float64 function applied to NumPy arrays."""
-    return lambda x: fn(torch.from_numpy(np.asarray(x, dtype=np.float64))).numpy()
+
+def _t(fn: Callable[..., Any], pre: Callable[[np.ndarray], np.ndarray] | None = None) -> Any:
+    """A libdevice function computed with torch's function ``fn`` on the float64 array that
+    ``pre`` makes of the argument: a plain tuple, which ``extern_elementwise`` runs in kbx's
+    libdevice range."""
+    return (fn, pre)
+
+
+def torch_on(op: tuple[Any, Any], x: np.ndarray) -> np.ndarray:
+    """``op`` (made by ``_t``) on ``x``, converted with torch's bound C functions."""
+    fn, pre = op
+    wide = np.asarray(x if pre is None else pre(x), dtype=np.float64)
+    return _to_numpy(fn(_from_numpy(wide)))  # type: ignore[no-any-return]
+
+
+def _gamma(t: torch.Tensor) -> torch.Tensor:
+    """Gamma from lgamma and the sign of the gamma function on negative non-integers."""
+    odd = _eq(_remainder(_floor(t), 2), 1)
+    sign = _where(_and(_lt(t, 0), odd), -1.0, 1.0)
+    return _mul(_exp(_lgamma(t)), sign)  # type: ignore[no-any-return]
 
 
 def _round_half_away(x: np.ndarray) -> np.ndarray:
@@ -85,17 +110,10 @@ UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "erf": _t(torch.special.erf),
     "erfc": _t(torch.special.erfc),
     "erfinv": _t(torch.special.erfinv),
-    "erfcinv": _t(lambda x: torch.special.erfinv(1 - x)),
+    "erfcinv": _t(torch.special.erfinv, lambda x: 1 - x),
     "erfcx": _t(torch.special.erfcx),
     "lgamma": _t(torch.lgamma),
-    "tgamma": _t(
-        lambda x: (
-            torch.special.gamma(x)
-            if hasattr(torch.special, "gamma")
-            else torch.exp(torch.lgamma(x))
-            * torch.where((x < 0) & (torch.floor(x) % 2 == 1), -1.0, 1.0)
-        )
-    ),
+    "tgamma": _t(_gamma),
     "j0": _t(torch.special.bessel_j0),
     "j1": _t(torch.special.bessel_j1),
     "y0": _t(torch.special.bessel_y0),
@@ -175,9 +193,16 @@ def resolve(symbol: str, n_args: int) -> Callable[..., np.ndarray]:
 
 
 def extern_elementwise(
-    lib_name: str, lib_path: str, symbol: str, args: list[Any], ret_type: Any, is_pure: bool
+    lib_name: str,
+    lib_path: str,
+    symbol: str,
+    args: list[Any],
+    ret_type: Any,
+    is_pure: bool,
+    torch_range: Callable[..., Any] | None = None,
 ) -> Any:
-    """Replacement for ``InterpreterBuilder.create_extern_elementwise``."""
+    """Replacement for ``InterpreterBuilder.create_extern_elementwise``; ``torch_range(fn, *args)``
+    runs a torch-computed function (``_t``) inside kbx's libdevice range."""
     from triton.runtime.interpreter import TensorHandle, _get_np_dtype
 
     fn = resolve(symbol, len(args))
@@ -185,5 +210,9 @@ def extern_elementwise(
     arrays = [np.asarray(a.data) for a in args]
     wide = [a.astype(np.float64) if a.dtype.kind == "f" else a for a in arrays]
     with np.errstate(all="ignore"):
-        out = np.asarray(fn(*wide))
+        if type(fn) is tuple:
+            run = torch_range if torch_range is not None else (lambda f, *a: f(*a))
+            out = np.asarray(run(torch_on, fn, *wide))
+        else:
+            out = np.asarray(fn(*wide))
     return TensorHandle(out.astype(_get_np_dtype(scalar)), scalar)

@@ -28,24 +28,41 @@ if TYPE_CHECKING:
     from kbx.sandbox.wire.job import Job
 
 
-class Channel:
-    """The progress pipe; every line is built against the parent's schema (``channel``) and,
-    with a ``key``, signed (``channel.sign``): the key lives only in this closure, which
-    candidate code cannot reach (``guard``), so it cannot forge a line the parent accepts.
-    Without one (the GPU lock's wait/go, which only move a deadline) lines go unsigned."""
+def sender(fd: int, key: str | None = None) -> Callable[..., None]:
+    """The progress pipe's sender: every line JSON, and with a ``key`` signed (HMAC-SHA256 of its
+    number in the stream and its bytes, as ``channel.sign``).  It runs only functions bound here
+    (the C JSON encoder, OpenSSL's HMAC, ``os.write``), and the key lives only in its closure,
+    which candidate code cannot reach (``guard``): a candidate that rebinds ``json``, ``hmac`` or
+    kbx's ``channel`` changes no line, and cannot forge one the parent accepts.  Without a key
+    (the GPU lock's wait/go, which only move a deadline) lines go unsigned."""
+    import _hashlib
+    import _json
 
-    def __init__(self, fd: int, key: str | None = None) -> None:
-        from kbx.sandbox.wire import channel
+    from kbx.sandbox.wire import channel
 
-        def send(event: str, **fields: Any) -> None:
-            data = channel.encode(event, **fields)
-            if key is not None:
-                data = channel.sign(data, key, next(count))
-            while data:
-                data = data[os.write(fd, data) :]
+    def refuse(obj: Any, _error: type[Exception] = TypeError, _type: Any = type) -> Any:
+        raise _error(f"cannot encode {_type(obj).__name__}")
 
-        count = itertools.count()
-        self.send = send
+    encode = _json.make_encoder(
+        None, refuse, _json.encode_basestring, None, ":", ",", False, False, False
+    )
+    join, utf8, hexed, write, nxt, size = "".join, str.encode, bytes.hex, os.write, next, len
+    digest, cap, error = _hashlib.hmac_digest, channel.MAX_LINE_BYTES, channel.ChannelError
+    raw = key.encode() if key else None
+    count = itertools.count()
+
+    def send(event: str, **fields: Any) -> None:
+        data = utf8(join(encode({"event": event, **fields}, 0)), "utf-8", "replace")
+        if size(data) > cap:
+            raise error(f"message of {size(data)} bytes, over {cap}")
+        if raw is not None:
+            mac = hexed(digest(raw, utf8(f"{nxt(count)}:", "ascii") + data, "sha256"))
+            data = data + b"\t" + utf8(mac, "ascii")
+        data = data + b"\n"
+        while data:
+            data = data[write(fd, data) :]
+
+    return send
 
 
 def make_context(device: str) -> None:
@@ -66,42 +83,38 @@ def main(job_path: str, msg_fd: int | None = None, isolated: Sequence[str] | Non
     layers ``confine.isolate`` gave this process (None: its caller did not keep them, and
     ``isolate``, called again, returns them)."""
     began = time.monotonic()
-    job, channel, unsigned = open_job(job_path, msg_fd, isolated)
+    job, send, unsigned = open_job(job_path, msg_fd, isolated)
     confined = time.monotonic()
     if job.config.device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"  # must precede the first import of triton
     from kbx.gpu import gpulock
-    from kbx.sandbox.child import entry
+    from kbx.sandbox.child import bound, entry
     from kbx.suite import find, tensors
 
     tensors.full_fp32()
     task = find(job.task_id)
     if task is None:
-        channel.send("harness_error", detail=f"task {job.task_id} not found in the child")
+        send("harness_error", detail=f"task {job.task_id} not found in the child")
         return 0
-    gpulock.ON_WAIT.append(lambda waiting: unsigned.send("wait" if waiting else "go"))
-    parts, plan, counter = set_up(task, job, confined)
+    gpulock.ON_WAIT.append(lambda waiting: unsigned("wait" if waiting else "go"))
+    parts, plan = set_up(task, job, confined)
     parts["confine"] = round(confined - began, 3)
-    channel.send("ready", parts=parts)
-    spent: dict[str, float] = {}
-    try:
-        timings = run_candidate(task, job, plan, counter, channel, spent)
-    except entry.CandidateFailure as failure:
-        channel.send("reject", verdict=failure.verdict, detail=failure.detail)
-        return 0
-    if job.config.device == "cuda":  # the CPU interpreter compiles nothing
-        spent["compile"] = counter.compile_s
-    channel.send("done", timings=timings, parts={k: round(v, 3) for k, v in spent.items()})
+    # kbx's modules frozen (``bound``): from here on kbx runs the copies, before the import
+    stages = bound.freeze().modules["kbx.sandbox.child.stages"]
+    ctx = stages.prepare(task, job, plan, send)
+    parts["hooks"] = round(time.monotonic() - began - sum(parts.values()), 3)
+    send("ready", parts=parts)
+    stages.candidate(ctx, task, job, plan, Path(entry.CANDIDATE_PATH).resolve())
     return 0
 
 
 def open_job(
     job_path: str, msg_fd: int | None, isolated: Sequence[str] | None
-) -> tuple[Job, Channel, Channel]:
+) -> tuple[Job, Callable[..., None], Callable[..., None]]:
     """The job, read against its schema (its file removed: the candidate need not learn the
     channel's number from it), this process confined before anything of the candidate's is
     read, and the progress channel: signed, and unsigned for the GPU lock's wait/go. The key
-    lives on in the signed channel's closure only."""
+    lives on in the signed sender's closure only."""
     from kbx.sandbox.child import confine
     from kbx.sandbox.wire.job import Job
 
@@ -110,15 +123,15 @@ def open_job(
     layers = confine.isolate() if isolated is None else isolated
     confine.restrict(job.confine, layers)
     fd = job.msg_fd if msg_fd is None else msg_fd
-    signed = Channel(fd, job.key or None)
-    return job.model_copy(update={"key": ""}), signed, Channel(fd)
+    signed = sender(fd, job.key or None)
+    return job.model_copy(update={"key": ""}), signed, sender(fd)
 
 
-def set_up(task: Any, job: Job, began: float) -> tuple[dict[str, float], Any, Any]:
+def set_up(task: Any, job: Job, began: float) -> tuple[dict[str, float], Any]:
     """kbx's own set-up before the candidate is imported: the CUDA context, the profilers'
-    first sessions, every input, the launch hooks; the seconds each part took."""
+    first imports, every input; the seconds each part took."""
     from kbx.gpu import benchtime, gpulock, gpuops
-    from kbx.sandbox.child import launches, runner
+    from kbx.sandbox.child import runner, stages  # noqa: F401 - imported before the freeze
 
     clock = {"last": began}
 
@@ -140,108 +153,7 @@ def set_up(task: Any, job: Job, began: float) -> tuple[dict[str, float], Any, An
 
     plan = runner.Plan.build(task, cfg.place, job.bench, guard)
     parts["inputs"] = round(lap() - (gpulock.waited_s() - queued), 3)  # less lock waits
-    counter = launches.install_launch_counter(cfg.device == "cpu", cfg.lock)
-    parts["hooks"] = lap()
-    return parts, plan, counter
-
-
-def run_candidate(
-    task: Any, job: Job, plan: Any, counter: Any, channel: Channel, spent: dict[str, float]
-) -> list[dict[str, Any]]:
-    """Import the candidate and run its cases, each under a profiler session of its own that
-    records its torch operations (the first includes the import), then time its benchmark
-    cases; every output is written as it is made (``write_output``).  The guard goes in first,
-    and everything kbx's evidence needs is bound here, before candidate code runs: patching
-    ``OpRecorder`` or ``opcheck`` afterwards changes none of it.  ``spent`` gets the wall
-    seconds of the op evidence's sessions (``evidence``)."""
-    from kbx.gpu import clock
-    from kbx.sandbox.child import entry, guard, opcheck, runner
-    from kbx.suite.verdict import Verdict
-
-    start, stop, after = (timed(f, spent) for f in op_sessions(job, plan, counter, channel))
-
-    def sink(kind: str, index: int, runs: list[Any], variant: int | None = None) -> None:
-        write_output(channel, kind, index, runs, variant)
-
-    guard.install()
-    start()
-    try:
-        fn = entry.import_entry(task, Path(entry.CANDIDATE_PATH).resolve())
-        channel.send("imported")
-        counter.required = job.config.require_triton
-        runner.run_cases(task, plan, fn, counter, channel, sink, after)
-        stop()
-    except opcheck.Tampered as exc:
-        raise entry.CandidateFailure(Verdict.FORBIDDEN, str(exc)) from None
-    finally:
-        counter.mark = None
-    timings: list[dict[str, Any]] = []
-    if (cfg := job.config).timed:
-        precision = clock.Precision(cfg.timing_rel_ci, cfg.timing_budget_ms)
-        timings, outs, variants = runner.time_bench(task, plan, fn, channel, cfg.profile, precision)
-        for i, (runs, variant) in enumerate(zip(outs, variants, strict=True)):
-            sink("timed", i, runs, variant)
-    return timings
-
-
-def op_sessions(
-    job: Job, plan: Any, counter: Any, channel: Channel
-) -> tuple[Callable[[], None], Callable[[], dict[str, int]], Callable[[str, int], None]]:
-    """The op recorder's sessions (``opcheck``), its harness range on the plan and its launch
-    range on the counter: ``start``, ``stop``, and ``after``, which ends a case's session,
-    reports its operations and starts the next one's.  No-ops where Triton is not required: the
-    profiler's CUDA trace of a torch reference's thousands of kernels costs CPU time of its own."""
-    from kbx.sandbox.child import opcheck
-
-    if not job.config.require_triton:  # kbx's own reference (``kbx validate``): no evidence needed
-        return (lambda: None), (lambda: {}), (lambda kind, index: None)
-    recorder = opcheck.OpRecorder(gpu=job.config.device == "cuda")
-    recorder.kernels = counter.kernels
-    start, stop = recorder.start, recorder.stop
-    plan.harness = recorder.harness
-    intact = recorder.watch_python_reads(lambda: counter.depth == 0)
-
-    def after(kind: str, index: int) -> None:
-        calls = stop()
-        if not intact():
-            raise opcheck.Tampered("kbx's hooks on torch.Tensor were replaced")
-        channel.send("ops", kind=kind, index=index, calls=top_ops(calls))
-        start()
-
-    counter.mark, counter.own = recorder.launch, recorder.candidate
-    return start, stop, after
-
-
-def timed(fn: Callable[..., Any], spent: dict[str, float]) -> Callable[..., Any]:
-    """``fn`` with its wall time added to ``spent["evidence"]``."""
-
-    def call(*args: Any) -> Any:
-        began = time.monotonic()
-        try:
-            return fn(*args)
-        finally:
-            spent["evidence"] = spent.get("evidence", 0.0) + time.monotonic() - began
-
-    return call
-
-
-def top_ops(calls: dict[str, int], limit: int = 200) -> dict[str, int]:
-    """The most frequent of ``calls``, within the channel's limit on names."""
-    ranked = sorted(calls.items(), key=lambda kv: -kv[1])[:limit]
-    return {name[:100]: count for name, count in ranked}
-
-
-def write_output(
-    channel: Channel, kind: str, index: int, runs: list[Any], variant: int | None = None
-) -> None:
-    """One case's outputs to its own file, announced with the hash of its bytes: a file the
-    candidate rewrites afterwards no longer matches."""
-    from kbx.sandbox.wire import outputs
-
-    name = outputs.file_name(kind, index)
-    digest = outputs.save_case(Path(name), runs)
-    extra = {} if variant is None else {"variant": variant}
-    channel.send("output", kind=kind, index=index, file=name, sha256=digest, **extra)
+    return parts, plan
 
 
 def run_job(job_path: str, msg_fd: int | None = None, isolated: Sequence[str] | None = None) -> int:

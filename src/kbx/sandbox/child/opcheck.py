@@ -1,40 +1,60 @@
 """Runtime evidence of what a candidate computes with torch instead of Triton.
 
 ``OpRecorder`` keeps torch's profiler on from the candidate's import to its last correctness
-call.  The profiler records every aten operation at the dispatcher, in C++, so patching a Python
-function (``torch.nn.functional.gelu = ...``), a ``TorchFunctionMode`` or kbx's launch counter
-hides nothing.  kbx's own torch work in the child (copies of inputs and outputs) runs inside a
-harness range and, in the CPU interpreter, Triton's launch machinery inside a launch range (kbx's
-libdevice stand-ins compute with torch there); both are left out, as are operations nested
-inside another recorded operation.  Candidate code that runs inside a launch (its grid function)
-runs in a candidate range within it, and counts.  On the GPU there is no launch range: kbx runs
-no torch work inside a launch there, and candidate code Triton calls inside one (a grid function,
-a hook, an argument's methods) counts.  What remains is the candidate's own
-torch work, and every operation beyond the documented glue (allocation, views, reshapes,
-copies, metadata; ``GLUE``) makes the verdict ``no_triton``, naming the operations.
+call, one session per case.  The profiler records every aten operation at the dispatcher, in C++,
+on every thread, so patching a Python function, a mode or kbx's launch counter hides nothing.
+The recorder drives the profiler through torch's C functions and reads the session's event tree
+with the C accessors, all bound before the import; ``seal_profiler`` then takes the functions
+that stop or reconfigure a session out of every module, so that only the recorder can end its
+own.  A candidate that replaces torch's Python profiler code (``_filter_name``, ``EventList``)
+changes nothing here.
 
-A candidate that stops the profiler is caught: the session's opening sentinel is then missing
-(``Tampered``).  The evidence is gathered in the candidate's own process; the parent classifies
-it (``compute_ops``) and requires it.  docs/design/trust-model.md gives the limits.
+kbx's own torch work in the child (copies of inputs and outputs, and in the CPU interpreter the
+libdevice stand-ins that compute with torch) runs inside kbx's ranges, which are left out.  Each
+range kbx opens gets a name drawn when it opens (``Issued``) and counts as kbx's only if exactly
+one event of that name lies on kbx's thread: a candidate cannot name a range before kbx draws it,
+and one that copies a name it saw (from a second profiler of its own) makes two, which is
+``Tampered``, as is a session whose opening sentinel is missing or doubled.  Every other aten
+operation, nested or not, is the candidate's; the parent calls anything beyond the documented
+glue ``no_triton`` (``sandbox/evidence.py``).  Launches are counted the same way: each Triton
+launch kbx's launch gate lets through is marked in the session (``kbx::launches``).
+docs/design/trust-model.md gives the limits.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import secrets
-from collections import Counter
-from collections.abc import Iterator
+import os
+import sys
+from collections.abc import Callable, Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import torch
-from torch.profiler import ProfilerActivity, profile, record_function
+from torch.autograd import ProfilerActivity, ProfilerConfig, ProfilerState
 
+from kbx.sandbox.child import bound
 from kbx.sandbox.wire.channel import OTHER_US, TRITON_US
+
+_prepare, _enable = torch.autograd._prepare_profiler, torch.autograd._enable_profiler
+_disable = torch.autograd._disable_profiler
+_Range = torch._C._profiler._RecordFunctionFast  # an immutable type: its enter and exit are C
+_Event = torch._C._profiler._ProfilerEvent
+_name = _Event.__dict__["name"].fget
+_children = _Event.__dict__["children"].fget
+_thread = _Event.__dict__["start_tid"].fget
+_started = _Event.__dict__["start_time_ns"].fget
+_tree = torch._C._autograd._ProfilerResult.__dict__["experimental_event_tree"]
+_urandom, _hex = os.urandom, bytes.hex
+LAUNCHES = "kbx::launches"  # the verified launches of a case, in its evidence
+HOST_MEMORY = "kbx::host_memory"  # outputs viewing memory torch did not allocate, DLPack calls
+WRITTEN = "kbx::written"  # a Python number written into a view just made
+VIEWS = frozenset(
+    f"aten::{n}" for n in ("select", "slice", "narrow", "as_strided", "unbind", "view")
+)
 
 
 class Tampered(Exception):
-    """The profiler session was stopped or replaced by the candidate."""
+    """The profiler session was stopped or replaced by the candidate, or a range forged."""
 
 
 def all_threads() -> Any:
@@ -43,106 +63,228 @@ def all_threads() -> Any:
     try:
         return torch._C._profiler._ExperimentalConfig(profile_all_threads=True)
     except (AttributeError, TypeError):
-        return None
+        return torch._C._profiler._ExperimentalConfig()
 
 
-class OpRecorder:
-    """CPU profiler sessions, one per case (``start``, ``stop``).  Its range names carry a
-    token drawn when it is made, before the candidate is imported, and kept in this object,
-    which the child hands down its call stack only: candidate code cannot name kbx's ranges
-    (``guard`` keeps it from frames and the garbage collector).  ``python_reads`` counts the
-    candidate's copies of tensors into Python and numpy (``Tensor.numpy``, ``tolist``...), which
-    the profiler does not see."""
+def issuer(prefix: str) -> tuple[set[str], Callable[[], Any]]:
+    """The names of one kind of kbx range issued in the current session, and a function that
+    draws a new one and returns the range to enter (functions, not an object: a method would
+    be looked up on a class the candidate can change)."""
+    names: set[str] = set()
 
-    def __init__(self, gpu: bool = False) -> None:
-        token = secrets.token_hex(8)
-        self.gpu = gpu  # also record GPU kernels: the share of GPU time in Triton's (``share``)
-        self.kernels: set[str] = set()  # names of the Triton kernels launched (``launches``)
-        self.sentinel, self.harness_name = f"kbx::session:{token}", f"kbx::harness:{token}"
-        self.launch_name, self.candidate_name = f"kbx::launch:{token}", f"kbx::candidate:{token}"
-        self.skip, self.reopen = (self.harness_name, self.launch_name), (self.candidate_name,)
-        self.session: profile | None = None
-        self.python_reads = 0
-        # bound now, before the candidate is imported: patching the module's names later
-        # changes nothing here
-        self.profile, self.record, self.threads = profile, record_function, all_threads()
-        self.own = functools.partial(
-            own_op, skip=self.skip, _ancestors=ancestors, reopen=self.reopen
-        )
+    def draw() -> Any:
+        name = prefix + _hex(_urandom(8))
+        names.add(name)
+        return _Range(name)
 
-    def start(self) -> None:
-        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.gpu else [])
-        self.session = self.profile(activities=activities, experimental_config=self.threads)
-        self.session.__enter__()
-        with self.record(self.sentinel):
+    return names, draw
+
+
+def profiler_controls(attempts: dict[str, int]) -> list[tuple[Any, Any]]:
+    """The functions that start, stop or reconfigure a profiler session (the recorder keeps its
+    own, in its closure), each with a sealed stand-in that refuses and counts the attempt
+    (``attempts["profiler"]``), for ``replace_everywhere``."""
+    pairs = []
+    for original in (_prepare, _enable, _disable):
+        gate = refusing(attempts)
+        next(gate)
+        pairs.append((original, bound.sealed(gate, CALL_CODE, "refused")))
+    return pairs
+
+
+def seal(attempts: dict[str, int], counts: dict[str, int]) -> int:
+    """The profiler's controls and DLPack sealed everywhere (``profiler_controls``,
+    ``host_transfers``); how many references."""
+    return replace_everywhere(profiler_controls(attempts) + host_transfers(counts))
+
+
+def refusing(attempts: dict[str, int]) -> Any:
+    """The generator behind a sealed refusal: each call is counted and refused."""
+    answer: Any = None
+    while True:
+        yield answer
+        attempts["profiler"] = attempts.get("profiler", 0) + 1
+        answer = (False, RuntimeError("kbx: the profiler is kbx's in a candidate's child"))
+
+
+def replace_everywhere(replacements: list[tuple[Any, Any]]) -> int:
+    """Put each ``(original, replacement)``'s replacement wherever a loaded module holds the
+    original; how many references."""
+    by_id = {id(original): (original, new) for original, new in replacements}
+    replaced = 0
+    for holder in namespaces():
+        for key, value in list(holder.items()):
+            found = by_id.get(id(value))
+            if found is not None and found[0] is value:
+                holder[key] = found[1]
+                replaced += 1
+    return replaced
+
+
+def namespaces() -> list[dict[str, Any]]:
+    """The dicts of every loaded module (where torch's Python code finds these functions)."""
+    found = []
+    for module in list(sys.modules.values()):
+        space = getattr(module, "__dict__", None)
+        if type(space) is dict:
+            found.append(space)
+    return found
+
+
+# torch's C functions that hand a tensor's memory to another library or take another's in:
+# DLPack, which no aten operation records
+HOST_TRANSFERS = ("_to_dlpack", "_to_dlpack_versioned", "_from_dlpack")
+
+
+def _call_code() -> Any:
+    gate: Any = None
+
+    def call(*args, **kwargs):  # type: ignore[no-untyped-def]
+        ok, value = gate.send((args, kwargs))
+        if ok:
+            return value
+        raise value
+
+    return call.__code__
+
+
+CALL_CODE = _call_code()
+
+
+def counted_call(original: Any, counts: dict[str, int]) -> Any:
+    """The generator behind a sealed host transfer: each ``send((args, kwargs))`` is one call of
+    ``original`` (kept in this frame only), counted in ``counts["host"]``."""
+    answer: Any = None
+    while True:
+        args, kwargs = yield answer
+        counts["host"] = counts.get("host", 0) + 1
+        try:
+            answer = (True, original(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - handed back to the caller to raise
+            answer = (False, exc)
+
+
+def host_transfers(counts: dict[str, int]) -> list[tuple[Any, Any]]:
+    """torch's DLPack functions, each with a sealed stand-in that counts its calls
+    (``counts["host"]``, reported as ``HOST_MEMORY``) for ``replace_everywhere``."""
+    pairs = []
+    for name in HOST_TRANSFERS:
+        original = getattr(torch._C, name, None)
+        if original is not None:
+            gate = counted_call(original, counts)
+            next(gate)
+            pairs.append((original, bound.sealed(gate, CALL_CODE, name)))
+    return pairs
+
+
+def recorder(gpu: bool = False) -> SimpleNamespace:
+    """Profiler sessions, one per case (``start``, ``stop``), and kbx's ranges (``harness``,
+    ``libdevice``, ``launches``: each an ``issuer``'s draw), as functions over this call's
+    state; handed down the child's call stack only.  ``gpu``: also record GPU kernels, for the
+    share of GPU time in the candidate's Triton kernels (``gpu_calls``, over ``kernels``)."""
+    sentinel, draw_sentinel = issuer("kbx::session:")
+    harness, draw_harness = issuer("kbx::harness:")
+    libdevice, draw_libdevice = issuer("kbx::libdevice:")
+    launches, draw_launch = issuer("kbx::launch:")
+    kernels: set[str] = set()
+    activities = {ProfilerActivity.CPU} | ({ProfilerActivity.CUDA} if gpu else set())
+    config = ProfilerConfig(ProfilerState.KINETO, False, False, False, False, False, all_threads())
+    held: dict[str, Any] = {"result": None}
+    # the profiler's functions in this closure's cells: ``seal_profiler`` replaces every dict's
+    prepare, enable, disable = _prepare, _enable, _disable
+
+    def start() -> None:
+        for names in (sentinel, harness, libdevice, launches):
+            names.clear()
+        try:
+            prepare(config, activities)
+            enable(config, activities)
+        except RuntimeError as error:
+            raise Tampered(f"kbx's profiler session could not start ({error})") from None
+        with draw_sentinel():
             pass
 
-    def stop(self, _count: Any = Counter) -> dict[str, int]:
-        """End the session: the top-level aten operations outside kbx's ranges, by name."""
-        session, self.session = self.session, None
-        assert session is not None
+    def stop() -> dict[str, int]:
+        """End the session: every aten operation outside kbx's ranges, by name, and the
+        launches marked in it."""
         try:
-            session.__exit__(None, None, None)
-            events = list(session.events() or [])
-        except Exception as error:  # noqa: BLE001 - a session the candidate ended
-            raise Tampered(f"kbx's profiler session was stopped ({type(error).__name__})") from None
-        if sum(1 for e in events if e.name == self.sentinel) != 1:
-            raise Tampered("kbx's profiler session was restarted during the candidate's run")
-        calls = dict(_count(e.name for e in events if self.own(e)))
-        if self.gpu:
-            calls.update(gpu_times(events, self.skip, self.kernels, self.reopen))
-        if self.python_reads:
-            calls["kbx::python_read"], self.python_reads = self.python_reads, 0
-        return calls
+            held["result"] = result = disable()
+        except RuntimeError:
+            raise Tampered(
+                "kbx's profiler session was stopped during the candidate's run"
+            ) from None
+        roots = _tree(result)
+        named: dict[str, int] = {}
+        threads: dict[str, int] = {}
+        for event in walk(roots):
+            name = _name(event)
+            named[name] = named.get(name, 0) + 1
+            threads[name] = _thread(event)
+        (opening,) = sentinel
+        if named.get(opening, 0) != 1 or any(
+            named.get(n, 0) > 1 for n in (*harness, *libdevice, *launches)
+        ):
+            raise Tampered("kbx's profiler session was restarted or one of its ranges forged")
+        return count(roots, threads[opening], {*harness, *libdevice}, set(launches))
 
-    def harness(self) -> contextlib.AbstractContextManager[Any]:
-        """Around kbx's own torch work in the child: left out of the evidence."""
-        return self.record(self.harness_name)
+    def gpu_calls() -> dict[str, int]:
+        """The GPU-time figures of the stopped session (torch's own parsing of its events, run
+        only once the child found nothing replaced: ``pristine``)."""
+        if not gpu or held["result"] is None:
+            return {}
+        parsed = torch.autograd.profiler.profile(use_device="cuda")
+        parsed.kineto_results, parsed._needs_processing = held["result"], True
+        events = list(parsed.function_events or [])
+        return gpu_times(events, (*harness, *libdevice), kernels)
 
-    def launch(self) -> contextlib.AbstractContextManager[Any]:
-        """Around one Triton launch (``launches``) in the CPU interpreter, where kbx's libdevice
-        stand-ins make torch operations of their own; nothing on the GPU."""
-        return contextlib.nullcontext() if self.gpu else self.record(self.launch_name)
+    def names() -> set[str]:
+        """The names of kbx's ranges issued in the current session."""
+        return {*sentinel, *harness, *libdevice, *launches}
 
-    def candidate(self) -> contextlib.AbstractContextManager[Any]:
-        """Around candidate code kbx calls inside a launch range (a grid function): its
-        operations count as the candidate's."""
-        return self.record(self.candidate_name)
-
-    def watch_python_reads(self, outside_launch: Any) -> Any:
-        """Count copies of tensors into Python and numpy made outside a Triton launch
-        (``outside_launch()``); returns a check that the hooks are still in place."""
-        hooked = {}
-        for name in ("numpy", "__array__", "tolist", "__dlpack__"):
-            original = getattr(torch.Tensor, name)
-
-            def counted(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
-                if outside_launch():
-                    self.python_reads += 1
-                return _original(*args, **kwargs)
-
-            setattr(torch.Tensor, name, counted)
-            hooked[name] = counted
-
-        def intact() -> bool:
-            return all(getattr(torch.Tensor, n) is f for n, f in hooked.items())
-
-        return intact
+    return SimpleNamespace(
+        start=start, stop=stop, gpu_calls=gpu_calls, harness=draw_harness,
+        libdevice=draw_libdevice, launches=draw_launch, kernels=kernels, names=names,
+    )  # fmt: skip
 
 
-def own_op(
-    event: Any, skip: tuple[str, ...], _ancestors: Any = None, reopen: tuple[str, ...] = ()
-) -> bool:
-    """An aten operation the candidate called itself: not nested in another operation or in one
-    of kbx's ranges (``skip``), unless a candidate range (``reopen``) lies in between."""
-    if not event.name.startswith("aten::"):
-        return False
-    for parent in (_ancestors or ancestors)(event):
-        if parent.name in reopen:
-            return True
-        if parent.name in skip or parent.name.startswith("aten::"):
-            return False
-    return True
+def walk(roots: list[Any]) -> Iterator[Any]:
+    todo = list(roots)
+    while todo:
+        event = todo.pop()
+        yield event
+        todo.extend(_children(event))
+
+
+def count(roots: list[Any], thread: int, skip: set[str], launches: set[str]) -> dict[str, int]:
+    """The aten operations of the tree, nested or not, outside kbx's ranges (``skip``, on kbx's
+    ``thread``), by name; the launch marks (``launches``) as ``LAUNCHES``; and a ``fill_`` of
+    a view just made (``out[i].fill_(v)``: Python numbers written one by one) as ``WRITTEN``."""
+    calls: dict[str, int] = {}
+    todo = in_order(roots)
+    while todo:
+        event, before = todo.pop()
+        name = _name(event)
+        if name in skip and _thread(event) == thread:
+            continue  # kbx's own work: its subtree is left out
+        key = LAUNCHES if name in launches else name if name.startswith("aten::") else None
+        if key == "aten::fill_" and before in VIEWS:
+            key = WRITTEN
+        if key is not None:
+            calls[key] = calls.get(key, 0) + 1
+        todo.extend(in_order(_children(event)))
+    return calls
+
+
+def in_order(events: list[Any]) -> list[tuple[Any, str | None]]:
+    """Each event with the name of the one before it on its thread (siblings, by start)."""
+    ordered = sorted(events, key=lambda e: (_thread(e), _started(e)))
+    paired: list[tuple[Any, str | None]] = []
+    last: Any = None
+    for event in ordered:
+        before = _name(last) if last is not None and _thread(last) == _thread(event) else None
+        paired.append((event, before))
+        last = event
+    return paired
 
 
 def ancestors(event: Any) -> Iterator[Any]:

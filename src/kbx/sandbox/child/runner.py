@@ -1,9 +1,12 @@
-"""Child-side stages: call the candidate on every case, then time its benchmark cases.
+"""Child-side stages: the plan of every case's inputs, the timing of the benchmark cases, and
+an in-process run of every case for kbx's own tools.
 
-Used by ``child.py`` inside the sandbox, after ``entry.import_entry``.  The inputs of every case
-are planned (``Plan``) before the candidate is imported; each call goes through ``calls``, and
-its failures become ``CandidateFailure`` with a verdict and a one-line detail that names the
-candidate's file and line.  The trusted parent imports nothing of this module.
+The child plans every case's inputs here (``Plan``) before the candidate is imported, runs the
+cases through ``stages`` (frozen code, with its checks) and times the benchmark cases with
+``time_bench``.  ``run_cases`` calls a trusted solution on every case in-process, without those
+checks (``scripts/dev_check.py``, tests); failures become ``CandidateFailure`` with a verdict and
+a one-line detail that names the candidate's file and line.  The trusted parent imports nothing
+of this module.
 """
 
 from __future__ import annotations

@@ -1,0 +1,59 @@
+"""kbx's own tensor handling in the child runs no code of the candidate's: outputs are read by
+exact type, with the base types' own iterators and slots, and tensors with TensorBase's C
+methods (``handling``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from kbx.sandbox.child import handling
+
+
+def test_outputs_are_copied_without_running_the_candidate_s_methods():
+    ran = []
+
+    class Lazy(tuple):
+        def __iter__(self):  # type: ignore[override]
+            ran.append("__iter__")
+            return iter(())
+
+    class Spoof:
+        @property
+        def __class__(self):  # type: ignore[override]
+            ran.append("__class__")
+            return tuple
+
+    class Number(int):
+        def __index__(self) -> int:
+            ran.append("__index__")
+            return 0
+
+    out = torch.ones(3)
+    got = handling.to_host(Lazy((out, Number(7), Spoof(), out.as_subclass(Sub))))
+    assert ran == []
+    assert isinstance(got, tuple) and torch.equal(got[0], out) and got[0] is not out
+    assert got[1] == 7 and type(got[1]) is int
+    assert got[2] == "<object of type Spoof>" and got[3] == "<tensor subclass Sub>"
+
+
+class Sub(torch.Tensor):
+    pass
+
+
+def test_copies_use_tensorbase_even_when_torch_tensor_is_patched():
+    clone = torch.Tensor.__dict__.get("clone")
+    torch.Tensor.clone = lambda self, *a, **k: torch.zeros(1)  # type: ignore[method-assign]
+    try:
+        args, kwargs = handling.fresh_arguments((torch.ones(2),), {"w": torch.ones(1)})
+    finally:
+        if clone is None:
+            del torch.Tensor.clone
+        else:
+            torch.Tensor.clone = clone  # type: ignore[method-assign]
+    assert torch.equal(args[0], torch.ones(2)) and torch.equal(kwargs["w"], torch.ones(1))
+
+
+def test_outputs_in_memory_torch_did_not_allocate_are_counted():
+    assert handling.host_memory((torch.ones(2), torch.from_numpy(np.ones(2)))) == 1
+    assert handling.host_memory(torch.empty(3)) == 0
