@@ -1,6 +1,5 @@
 """The sandbox's stage limits: time spent queueing for the GPU lock is not the candidate's."""
 
-import dataclasses
 import threading
 import time
 from collections.abc import Iterator
@@ -103,6 +102,6 @@ def test_children_make_their_cuda_context_with_one_work_queue_unless_told(tmp_pa
     assert child_env(tmp_path, cfg)["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"
     four = settings(EvalConfig(device="cuda", gpu=1).tuned(connections=4))
     assert child_env(tmp_path, four)["CUDA_DEVICE_MAX_CONNECTIONS"] == "4"
-    none = dataclasses.replace(cfg, connections=0)  # the driver's own default
+    none = cfg.model_copy(update={"connections": 0})  # the driver's own default
     monkeypatch.setenv("CUDA_DEVICE_MAX_CONNECTIONS", "2")  # the parent's is never passed on
     assert "CUDA_DEVICE_MAX_CONNECTIONS" not in child_env(tmp_path, none)

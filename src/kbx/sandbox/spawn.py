@@ -16,10 +16,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kbx.core import incidents
 from kbx.sandbox import confine, expect, stderrs
 from kbx.sandbox.childenv import (
     child_env,
@@ -53,7 +55,11 @@ class ChildRun:
 
 
 def run_child(
-    task: Task, code: str, cfg: ChildConfig, servers: ForkServers | None = None
+    task: Task,
+    code: str,
+    cfg: ChildConfig,
+    servers: ForkServers | None = None,
+    on_stage: Callable[[str], None] | None = None,
 ) -> ChildRun:
     """Run the candidate in a child; if a child from the fork server cannot even set up (kbx's
     fault, e.g. CUDA unusable after the fork on some machine), the fork server is given up for
@@ -61,10 +67,11 @@ def run_child(
     GPU memory (the device was full for a moment) is no fault of the fork server: the
     candidate runs again from it, ``MEMORY_WAIT_S`` later (the memory of the jobs before it
     is on its way back): otherwise one such child would turn the server off for the rest of a
-    run, and every later child would start a fresh interpreter."""
+    run, and every later child would start a fresh interpreter.  ``on_stage`` is told each
+    stage the child enters (``setting up``, ``import``, ``cases 2``...)."""
     for attempt in (1, 2):
         workdir = Path(tempfile.mkdtemp(prefix="kbx-", dir=scratch_root()))
-        child = Child(task, code, cfg, workdir, servers)
+        child = Child(task, code, cfg, workdir, servers, on_stage)
         try:
             return child.run()
         except Reject as r:
@@ -98,8 +105,9 @@ class Child:
         cfg: ChildConfig,
         workdir: Path,
         servers: ForkServers | None = None,
+        on_stage: Callable[[str], None] | None = None,
     ) -> None:
-        self.servers = servers
+        self.servers, self.on_stage = servers, on_stage
         self.made = time.monotonic()  # ``spawn`` counts from here: the folder's files too
         self.task, self.cfg, self.workdir = task, cfg, workdir
         (workdir / "candidate.py").write_text(code)
@@ -198,15 +206,24 @@ class Child:
         try:
             while True:
                 msg = next_message(reader, follower, verifier)
-                self.stage = follower.stage.name
+                self.moved(follower.stage.name)
                 if msg is None:
                     raise self.died()
-                if follower.take(msg):
+                done = follower.take(msg)
+                self.moved(follower.stage.name)  # the stage the message began
+                if done:
                     return self.finish(follower, self.expected)
         except CutOff:
             return self.finish(follower, follower.partial())
         finally:
             self.stage = follower.stage.name
+
+    def moved(self, stage: str) -> None:
+        """The child is at ``stage`` now (``on_stage`` is told of a new one)."""
+        if stage != self.stage:
+            self.stage = stage
+            if self.on_stage is not None:
+                self.on_stage(stage)
 
     def finish(self, follower: Follower, expected: expect.Expected) -> ChildRun:
         cpu = tree_cpu_s(self.proc.pid)  # before the kill: read from the kernel's counts
@@ -259,8 +276,11 @@ class Child:
             self.kill()
             code = self.proc.wait()
         tail = stderrs.summary(self.workdir / "stderr.txt", self.workdir)
-        if self.stage == "setting up":
-            return Reject(Verdict.HARNESS_ERROR, f"{START_FAILED} (exit {code}): {tail}")
+        if self.stage == "setting up":  # kbx's own code: its trace kept in the run folder
+            err = stderrs.text(self.workdir / "stderr.txt")
+            kept = incidents.save(f"start-{self.task.id}", err)
+            why = f"{START_FAILED} (exit {code}): {tail}"
+            return Reject(Verdict.HARNESS_ERROR, why + incidents.where(kept))
         if code < 0:
             name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
             return Reject(

@@ -15,13 +15,17 @@ EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b
 LIMIT = 400  # characters of a reason
 
 
-def summary(path: Path, workdir: Path) -> str:
-    """The one-line reason of the stderr file ``path`` of a child that ran in ``workdir``."""
+def text(path: Path) -> str:
+    """A stderr file's text ("" where it cannot be read)."""
     try:
-        text = path.read_text(errors="replace")
+        return path.read_text(errors="replace")
     except OSError:
         return ""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+
+
+def summary(path: Path, workdir: Path) -> str:
+    """The one-line reason of the stderr file ``path`` of a child that ran in ``workdir``."""
+    lines = [ln.strip() for ln in text(path).splitlines() if ln.strip()]
     fatal = [ln for ln in lines if ln.startswith("Fatal Python error")]
     ours = [ln for ln in lines if "candidate.py" in ln]
     if fatal:
@@ -34,6 +38,17 @@ def summary(path: Path, workdir: Path) -> str:
     return " | ".join(lines[-3:])[-LIMIT:]
 
 
+# torch's CUDA and CPU allocators, the CUDA driver, Python, the C library
+MEMORY_WORDS = (
+    "out of memory",
+    "outofmemoryerror",
+    "memoryerror",
+    "cannot allocate memory",
+    "can't allocate memory",
+)
+
+
 def lacked_memory(detail: str) -> bool:
-    """Whether a child's failure reads as the device's memory running out."""
-    return "out of memory" in detail.lower() or "OutOfMemoryError" in detail
+    """Whether a child's failure reads as the device's (or the host's) memory running out."""
+    lowered = detail.lower()
+    return any(word in lowered for word in MEMORY_WORDS)
