@@ -94,6 +94,8 @@ def one_run(out: Path, cache: Path, args: argparse.Namespace, profile: bool = Fa
     done: dict[str, Any] = {"n": 0, "baselines": 0, "baselines_s": None}
 
     def baseline_done(task_id: str, left: int) -> None:
+        if not task_id:  # the stage begins, with ``left`` tasks to measure
+            return
         done["baselines"] += 1
         done["baselines_s"] = time.monotonic() - started  # the stage's wall time, at its end
         if done["baselines"] % 20 == 0 or not left:

@@ -52,3 +52,14 @@ def keyed(outputs: dict[str, list[Any]]) -> dict[tuple[str, int], list[Any]]:
     return {
         (kind, i): runs for kind, every in outputs.items() for i, runs in enumerate(every) if runs
     }
+
+
+@pytest.fixture(autouse=True)
+def no_run_logs_left_open() -> Any:
+    """A test that opens a run folder's logs (``kbx.core.incidents``) leaves the next test's
+    process without them."""
+    from kbx.core import incidents
+
+    before = incidents.folder()
+    yield
+    incidents._state["folder"] = before

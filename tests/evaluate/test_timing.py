@@ -64,7 +64,7 @@ def test_a_case_at_the_data_sheet_floor_is_not_too_fast_and_one_3x_under_it_is(g
 def fake_worker(calls: list, cpu_s: float = 0.0):
     """An ``in_worker`` that measures eager as 1 + case and fails every torch.compile."""
 
-    def in_worker(task, wanted, place):
+    def in_worker(task, wanted, place, grant=None):
         calls.extend(wanted)
         return {(i, k): (1.0 + i if k == "eager" else None) for i, k in wanted}, cpu_s
 
@@ -130,7 +130,7 @@ def test_a_baseline_s_interval_is_kept_beside_its_median(tmp_path, monkeypatch):
     task = find("Math/rsqrt")
     monkeypatch.setattr(bl, "baseline_key", lambda t, i, k: f"{t.id}|{i}|{k}")
 
-    def in_worker(task_, wanted, place):
+    def in_worker(task_, wanted, place, grant=None):
         got = {(i, k): 2.0 for i, k in wanted}
         got.update(
             {(i, f"{k}_lo"): 1.8 for i, k in wanted} | {(i, f"{k}_hi"): 2.2 for i, k in wanted}
@@ -182,7 +182,7 @@ def test_speedups_are_geometric_means_over_the_cases(tmp_path, monkeypatch):
     assert n >= 2
     monkeypatch.setattr(bl, "baseline_key", lambda t, i, k: f"{t.id}|{i}|{k}")
 
-    def in_worker(task_, wanted, place):
+    def in_worker(task_, wanted, place, grant=None):
         return {(i, k): (4.0 if k == "eager" else 2.0) * (i + 1) for i, k in wanted}, 0.0
 
     monkeypatch.setattr(bl, "in_worker", in_worker)
@@ -246,7 +246,7 @@ def test_baselines_are_fetched_in_the_background_and_failures_left_for_later(mon
     task = find("Math/rsqrt")
     calls = []
 
-    def fake(self, task_, kinds, place):
+    def fake(self, task_, kinds, place, wait=True):
         calls.append((task_.id, kinds, place.lock, place.gpu, threading.current_thread().name))
         raise RuntimeError("eager failed")  # raised again by speedups' own call, not here
 

@@ -3,9 +3,11 @@ a worker that hangs or dies is killed and reported, not reused."""
 
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
+from kbx.core import incidents
 from kbx.gpu import compile_pool
 from kbx.gpu.compile_pool import Pool, WorkerFailed
 from kbx.gpu.placement import CPU
@@ -50,19 +52,24 @@ def test_a_worker_that_hangs_or_dies_is_killed_and_reported():
         pool.close()
 
 
-def test_the_baseline_server_reports_a_bad_request_and_goes_on():
-    """The real ``baseline_worker --serve`` (no GPU needed to fail): an error reply, then the
-    next."""
+def test_the_baseline_server_reports_a_bad_request_and_goes_on(tmp_path):
+    """The real ``baseline_worker --serve`` (no GPU needed to fail): an error reply naming the
+    worker's log in the run folder, which holds the full trace; then the next request."""
     env = dict(os.environ, PYTHONPATH=SOURCE_ROOT)
+    incidents.open_logs(tmp_path)
     pool = Pool(compile_pool.POOL.cmd)
     try:
         for _ in range(2):
             reply = pool.ask(None, env, {"task": "No/such", "kinds": "compile", "cases": "0"}, 60)
             assert reply.pop("error") == "ValueError: no task No/such"
+            log = Path(reply.pop("log"))
             assert reply.keys() == {"cpu_s"} and 0.0 <= reply["cpu_s"] < 60.0  # its CPU time
         assert len(pool.idle[None]) == 1
     finally:
         pool.close()
+    assert log.parent == tmp_path / "logs"
+    text = log.read_text()
+    assert "Traceback (most recent call last)" in text and "ValueError: no task No/such" in text
 
 
 def test_a_failed_worker_leaves_the_task_to_a_process_of_its_own(monkeypatch):
@@ -87,7 +94,7 @@ def test_a_baseline_worker_computes_on_one_thread(monkeypatch):
 
     envs = []
 
-    def ask(key, env, request, timeout_s):
+    def ask(key, env, request, timeout_s, grant=None):
         envs.append(env)
         return {"ok": {"0:eager": 1.0}, "cpu_s": 1.5}
 

@@ -83,7 +83,7 @@ def test_the_child_and_the_baseline_worker_are_told_their_gpus_core(monkeypatch)
     assert settings(EvalConfig(device="cpu", gpu=1, timing_core=14)).timing_core is None
     asked = []
 
-    def ask(key, env, request, timeout_s):
+    def ask(key, env, request, timeout_s, grant=None):
         asked.append(request)
         return {"ok": {"0:eager": 1.0}}
 

@@ -208,8 +208,10 @@ def test_a_verdict_another_candidate_may_have_caused_is_judged_again_alone():
         results = list(ev.submit([("Math/add", "x = 1"), ("Math/sub", "x = 1")]))
     assert [r.task_id for r in results] == ["Math/sub", "Math/add"]  # held back to the end
     assert [r.verdict for r in results] == [Verdict.PASSED, Verdict.PASSED]
-    assert results[1].meta["rerun"] == {"verdict": "timeout", "detail": WALL}
-    assert "rerun" not in results[0].meta
+    why = "a wall-clock timeout, which other candidates' load can cause"
+    assert results[1].rerun == {"verdict": "timeout", "detail": WALL, "why": why}
+    assert results[1].record()["rerun"]["verdict"] == "timeout"  # in the record too
+    assert results[0].rerun is None
     assert [c.task_id for c in backend.given] == ["Math/add", "Math/sub", "Math/add"]
 
 
@@ -223,7 +225,11 @@ def test_a_verdict_another_candidate_may_have_caused_is_judged_again_alone():
         (Verdict.CRASHED, "illegal memory access", "cuda", False),
         (Verdict.HARNESS_ERROR, f"{START_FAILED} (exit 70): CUDA out of memory", "cuda", True),
         (Verdict.HARNESS_ERROR, f"{START_FAILED} (exit 70): no module named x", "cpu", False),
-        (Verdict.HARNESS_ERROR, "ray backend: ActorDiedError", "cuda", False),
+        (Verdict.HARNESS_ERROR, f"{START_FAILED} (exit 70): MemoryError", "cpu", True),
+        (Verdict.HARNESS_ERROR, "ray backend: ActorDiedError", "cuda", True),
+        (Verdict.HARNESS_ERROR, "OutOfMemoryError: CUDA out of memory (check.py:80)", "cuda", True),
+        (Verdict.CRASHED, "exited with code 1 during cases 0: CUDA out of memory", "cuda", True),
+        (Verdict.CRASHED, "process killed by SIGSEGV during cases 0", "cuda", False),
         (Verdict.HARNESS_ERROR, "OSError: [Errno 28] No space left on device", "cpu", True),
         (Verdict.CRASHED, "OSError: [Errno 28] No space left on device", "cpu", False),
         (Verdict.CRASHED, f"{SHARED_DISK_FULL} during cases 0: OSError: [Errno 28]", "cpu", True),
@@ -233,7 +239,7 @@ def test_which_verdicts_are_judged_again(verdict, detail, device, again):
     backend = FaultOnce("Math/add", verdict, detail, device)
     with Evaluator("cpu", backend=backend) as ev:
         result = ev.evaluate("Math/add", "x = 1")
-    assert ("rerun" in result.meta) is again
+    assert (result.rerun is not None) is again
     assert result.verdict == (Verdict.PASSED if again else verdict)
 
 
@@ -253,9 +259,9 @@ def test_a_candidate_that_sleeps_forever_times_out_again_when_alone(tmp_path):
     with Evaluator("cpu", baselines=None, tuning=tuning) as ev:
         results = list(ev.submit([("Activation/gelu", sleeper), ("Math/add", code("Math/add.py"))]))
     assert [r.task_id for r in results] == ["Math/add", "Activation/gelu"]
-    assert results[0].verdict == Verdict.PASSED and "rerun" not in results[0].meta
+    assert results[0].verdict == Verdict.PASSED and results[0].rerun is None
     assert results[1].verdict == Verdict.TIMEOUT and "(wall clock)" in results[1].detail
-    assert results[1].meta["rerun"]["verdict"] == "timeout"
+    assert results[1].rerun is not None and results[1].rerun["verdict"] == "timeout"
 
 
 def test_a_run_folder_mkdtemp_made_is_opened_to_the_children_s_uids(tmp_path):

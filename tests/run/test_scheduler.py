@@ -8,9 +8,11 @@ test is about the scheduling, not the verdicts (those are tests/run/test_evaluat
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
+import time
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -20,16 +22,19 @@ import torch
 from kbx.core.candidate import Candidate
 from kbx.core.config import EvalConfig, Tuning
 from kbx.core.result import Result
-from kbx.evaluate import baselines, pipeline, references
+from kbx.evaluate import baselines, outcome, pipeline, references
 from kbx.evaluate.baselines import BaselineCache
-from kbx.gpu import cores, gpuops, gpuwait
+from kbx.gpu import budget, cores, footprint, gpuops, gpuwait
 from kbx.run import scheduler, servers
 from kbx.run.plan import longest_first
 from kbx.run.scheduler import Scheduler
 from kbx.sandbox import childenv
 from kbx.sandbox.childenv import child_env
 from kbx.sandbox.wire.job import ChildConfig
+from kbx.suite import find
 from kbx.suite.verdict import Verdict
+
+MB = 1 << 20
 
 
 @pytest.fixture(autouse=True)
@@ -191,7 +196,7 @@ def fake_measure(record: list[tuple[str, int | None, str | None]]):
     """A stand-in for ``Baselines.ms`` that records the task, GPU and lock of each measurement;
     Math/add's fails, as a broken reference's would."""
 
-    def ms(self, task, kinds, place):
+    def ms(self, task, kinds, place, wait=True):
         record.append((task.id, place.gpu, place.lock))
         if task.id == "Math/add":
             raise RuntimeError("eager failed")  # left to the task's job, which reports it
@@ -224,8 +229,8 @@ def test_baselines_first_measures_each_task_once_before_any_candidate(
         assert all(lock == str(tmp_path / f"gpu{gpu}.lock") for _, gpu, lock in measured)
         assert events == ["job 4"] * 5  # every job after the stage, Math/add's too
         assert len(results) == 5
-        assert [left for _, left in told] == [3, 2, 1, 0]
-        assert sorted(task for task, _ in told) == sorted(set(tasks))
+        assert [left for _, left in told] == [4, 3, 2, 1, 0]  # first: the stage's count
+        assert sorted(task for task, _ in told[1:]) == sorted(set(tasks))
     finally:
         sched.close()
     measured.clear()
@@ -254,7 +259,7 @@ def test_the_baselines_stage_measures_as_many_tasks_at_once_as_it_is_told(monkey
     most: list[list[int | None]] = [[]]
     changed = threading.Condition()
 
-    def fake_ms(self, task, kinds, place):
+    def fake_ms(self, task, kinds, place, wait=True):
         gpu = place.gpu
         with changed:
             busy.append(gpu)
@@ -342,3 +347,46 @@ def test_a_cold_run_forgets_the_baselines_but_not_the_job_times(tmp_path: Path):
     cache.clear_baselines()
     assert cache.get("some key") == (False, None)
     assert cache.durations() == {"Math/add": 3.0}
+
+
+def test_jobs_wait_for_room_in_their_gpus_memory_budget(monkeypatch, gpu_setup, tmp_path):
+    """An injected small budget (a card measured at 1 MiB a context) and the tasks' declared
+    sizes: the real pipeline reserves each job's estimate before its stages (here recorded, not
+    run: they need a GPU), so that the jobs in flight never add up to more than the budget
+    although four job threads would run four at once; the waits are in the results and the run
+    folder's log, and the spares' contexts are held from the budget for the run's life."""
+    ids = ["Math/add", "Math/sub", "Activation/relu", "Reduce/sum", "Math/abs", "Loss/mse_loss"]
+    sizes = {t: footprint.job_bytes(find(t), False, MB) for t in ids}
+    total = max(sizes.values()) + min(sizes.values())  # the two largest never fit together
+    card = footprint.Card("fake", 64 * total, 64 * total, MB, total)
+    monkeypatch.setattr(footprint, "measure", lambda gpu, cap: card)
+    monkeypatch.setattr(outcome, "fingerprint", lambda device: {})  # the GPU's name: none here
+    in_flight: list[str] = []
+    most = [0, 0]  # tasks and bytes in flight at most
+    lock = threading.Lock()
+
+    def stages(out, task, candidate, cfg, child_cfg, ctx) -> None:
+        with lock:
+            in_flight.append(task.id)
+            most[0] = max(most[0], len(in_flight))
+            most[1] = max(most[1], sum(sizes[t] for t in in_flight))
+        time.sleep(0.3)
+        with lock:
+            in_flight.remove(task.id)
+
+    monkeypatch.setattr(pipeline, "stages", stages)
+    cfg = EvalConfig(device="cuda", perf=False, run_dir=tmp_path)
+    sched = Scheduler(cfg, jobs=4, gpus=[0]).start()
+    try:
+        room = budget.on(0)
+        assert room.total == total and room.state()["standing"] == MB * sched.servers.spares
+        results = [r for _, r in sched.submit(cands(*ids))]
+    finally:
+        sched.close()
+    assert all(r.verdict == Verdict.PASSED for r in results), [r.detail for r in results]
+    assert most[1] <= total - room.state()["standing"] or most[0] == 1
+    assert 1 <= most[0] < 4  # the budget, not the four slots, bounded them
+    assert any(r.stage_s.get("memory_wait", 0) > 0.1 for r in results)
+    log = [json.loads(x) for x in (tmp_path / "gpu-memory.log").read_text().splitlines()]
+    assert log[0]["event"] == "start" and log[0]["budget"] == total
+    assert budget.on(0) is budget.UNLIMITED  # uninstalled at close

@@ -112,7 +112,7 @@ def test_a_suspect_first_is_evaluated_again_before_its_twins_are_answered():
         ("b", Verdict.PASSED),
     ]
     assert results[1][1].meta["answered_from"] == "a"
-    assert results[1][1].meta["rerun"]["verdict"] == "timeout"
+    assert results[1][1].rerun["verdict"] == "timeout"
 
 
 def test_kbx_s_own_fault_and_a_suspect_verdict_are_not_remembered_for_later_batches():

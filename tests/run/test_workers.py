@@ -133,4 +133,6 @@ def test_a_run_over_worker_processes_judges_every_candidate_even_when_a_worker_d
         "Math/mul": "no_entry",  # add's file under mul's name: no function mul
     }
     assert "ended during this candidate (exit -9)" in records["Math/abs"]["detail"]
+    log = Path(records["Math/abs"]["detail"].rsplit("(its log: ", 1)[1].rstrip(")"))
+    assert log.parent == out / "logs" and log.exists()  # its streams went there, not here
     assert records["Math/abs"]["stage"] == "run"

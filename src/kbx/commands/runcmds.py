@@ -107,19 +107,24 @@ def resume_hint(out: Path, same_command: bool) -> str:
 def run_with_progress(
     source: Path, out: Path, ev: Any, pattern: str | None, task: str | None = None
 ) -> dict[str, Any]:
-    """``run_eval`` with a progress bar: one line per result in logs and pipes."""
+    """``run_eval`` with its progress (``kbx.commands.progress``): one line per result in logs
+    and pipes."""
+    from kbx.commands.progress import Watch, baselines_title
     from kbx.run.plan import RunPlan, run_eval
 
-    with progress_bar() as bar:
-        progress = bar.add_task("evaluating", total=None, last="")
+    with progress_bar() as bar, Watch(bar, ev.running) as watch:
+        tasks = [0]
 
         def started(plan: RunPlan) -> None:
             skipped = len(plan.candidates) - len(plan.todo)
             last = f"({skipped} already in {out})" if skipped else ""
-            bar.update(progress, total=len(plan.todo), last=last)
+            bar.update(watch.candidates, total=len(plan.todo), last=last)
+            tasks[0] = len({c.task_id for c in plan.todo})
 
         def baseline(task_id: str, left: int) -> None:
-            bar.update(progress, last=f"baselines measured: {task_id} ({left} tasks left)")
+            compile_too = ev.config.tuning.compile_baseline
+            title = baselines_title(gpu_name(ev.config.device), left, tasks[0], compile_too)
+            watch.baseline(title, task_id, left)
 
         return run_eval(
             source,
@@ -127,10 +132,20 @@ def run_with_progress(
             ev,
             pattern,
             on_start=started,
-            on_result=lambda r: bar.update(progress, advance=1, last=f"{r.task_id}: {r.verdict}"),
+            on_result=watch.result,
             on_baseline=baseline,
             task=task,
         )
+
+
+def gpu_name(device: str) -> str:
+    """The GPU's model, as the baselines cache keys it (``this GPU`` where it cannot be read)."""
+    from kbx.gpu.hardware import fingerprint
+
+    try:
+        return str(fingerprint(device)["gpu"] or "this GPU")
+    except Exception:  # noqa: BLE001 - a title only
+        return "this GPU"
 
 
 def print_run(source: Path, out: Path, device: str, summary: dict[str, Any]) -> int:

@@ -1,5 +1,6 @@
-"""What the commands share on the terminal: the console, one-line errors, progress bars that
-print one plain line per finished item in logs and pipes."""
+"""What the commands share on the terminal: the console, one-line errors, progress bars with an
+estimate of the time left that print one plain line per finished item (and per note) in logs and
+pipes."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from rich.progress import (
     TaskID,
     TextColumn,
     TimeElapsedColumn,
+    TimeRemainingColumn,
 )
 from rich.text import Text
 
@@ -44,26 +46,49 @@ def tasks_problem(pattern: str | None) -> str | None:
     return f"--tasks {pattern!r} matches no task (ids look like Math/rsqrt; `kbx tasks` lists them)"
 
 
+def eta(seconds: float | None) -> str:
+    """`` ETA 4m10s``, or nothing while there is no estimate yet."""
+    if seconds is None:
+        return ""
+    minutes, secs = divmod(int(seconds + 0.5), 60)
+    return f" ETA {minutes}m{secs:02d}s" if minutes else f" ETA {secs}s"
+
+
 class LogProgress(Progress):
-    """A rich progress bar on a terminal; one plain line per finished item in logs and pipes."""
+    """A rich progress bar on a terminal; one plain line per finished item, per new bar and per
+    ``note`` in logs and pipes, each with its count, elapsed time and estimate of the time left."""
+
+    def add_task(self, description: str, *args: Any, **fields: Any) -> TaskID:  # type: ignore[override]
+        task_id = super().add_task(description, *args, **fields)
+        if not console.is_terminal:
+            print(f"kbx: {description}", flush=True)
+        return task_id
 
     def update(self, task_id: TaskID, **fields: Any) -> None:  # type: ignore[override]
         super().update(task_id, **fields)
         if not console.is_terminal and fields.get("advance"):
-            t = self.tasks[task_id]
-            print(
-                f"[{int(t.completed)}/{int(t.total or 0)} {t.elapsed or 0:.0f}s] "
-                f"{fields.get('last', '')}",
-                flush=True,
-            )
+            self.line(task_id, fields.get("last", ""))
+
+    def note(self, task_id: TaskID, text: str) -> None:
+        """``text`` in the bar's last field, and a line of its own in logs and pipes."""
+        super().update(task_id, last=text)
+        if not console.is_terminal:
+            self.line(task_id, text)
+
+    def line(self, task_id: TaskID, text: str) -> None:
+        t = self.tasks[task_id]
+        counts = f"{int(t.completed)}/{int(t.total or 0)} {t.elapsed or 0:.0f}s"
+        print(f"[{counts}{eta(t.time_remaining)}] {text}", flush=True)
 
 
-def progress_bar() -> Progress:
+def progress_bar() -> LogProgress:
     return LogProgress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
         TextColumn("{task.fields[last]}"),
         console=console,
         disable=not console.is_terminal,

@@ -58,6 +58,9 @@ class Tuning(BaseModel):
     spares: int | None = Field(None, ge=0, description="idle forked children per GPU (cuda: 8)")
     connections: int = Field(1, ge=0, description="CUDA_DEVICE_MAX_CONNECTIONS of a child")
     ahead_bytes: int = Field(4 << 30, ge=0, description="reference outputs computed ahead per GPU")
+    gpu_memory_gb: float | None = Field(
+        None, gt=0, description="GiB of each GPU kbx may use (auto: its free memory at the start)"
+    )
     check_threads: int | None = Field(None, ge=1, description="the parent's torch threads")
     baseline_workers: int | None = Field(None, ge=1, description="baseline tasks at once per GPU")
     baselines_first: bool = Field(True, description="measure missing baselines before candidates")

@@ -85,6 +85,9 @@ class Result:
     sandbox: str = ""  # the child's confinement: full | partial | none (``confine.probe``)
     checked: dict[str, int] = field(default_factory=dict)  # cases checked by kind, bench_total
     triton_share: dict[str, float] = field(default_factory=dict)  # GPU time in Triton, by case
+    # judged again alone (``kbx.run.rerun``): the first evaluation's verdict and detail, and why
+    # it was judged again; only this result's verdict counts
+    rerun: dict[str, str] | None = None
     schema_version: int = SCHEMA_VERSION
 
     @classmethod

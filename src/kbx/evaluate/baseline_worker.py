@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -161,6 +162,7 @@ def serve() -> int:
             )
             reply: dict[str, object] = {"ok": found}
         except Exception as exc:  # noqa: BLE001 - reported to the parent, which raises it
+            traceback.print_exc()  # to this worker's log in the run folder (``compile_pool``)
             reply = {"error": f"{type(exc).__name__}: {exc}"}
         if torch.cuda.is_initialized():
             torch.cuda.empty_cache()  # what this task held goes back to the GPU

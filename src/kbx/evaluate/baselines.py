@@ -23,7 +23,9 @@ from functools import cache
 from pathlib import Path
 from types import TracebackType
 
-from kbx.gpu import compile_pool
+from kbx.core import incidents
+from kbx.core.incidents import where
+from kbx.gpu import budget, compile_pool, footprint
 from kbx.gpu.gpulock import exclusive
 from kbx.gpu.gpuops import on_device
 from kbx.gpu.hardware import Peaks, fingerprint, load_peaks
@@ -46,6 +48,10 @@ PREFETCH_WORKERS = max(4, len(os.sched_getaffinity(0)) // 2)
 ONE_THREAD = {"TORCHINDUCTOR_COMPILE_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 Measured = dict[tuple[int, str], float | None]  # (case index, kind) -> median ms, None: no compile
+
+
+class NoRoom(RuntimeError):
+    """A measurement ahead of need found no room in its GPU's memory budget: left to the job."""
 
 
 class BaselineCache:
@@ -97,8 +103,19 @@ def baseline_key(task: Task, index: int, kind: str) -> str:
     return json.dumps(parts, sort_keys=True)
 
 
+def room_for(task: Task, place: Placement, wait: bool = True) -> budget.Grant:
+    """A task's baseline measurement in its GPU's memory budget: its work and a worker's
+    context, waited for (``wait``; else ``NoRoom`` where it does not fit now)."""
+    room = budget.on(place.gpu) if place.cuda else budget.UNLIMITED
+    need = room.context + footprint.baseline_bytes(task)
+    grant = room.reserve(need, f"baselines {task.id}", wait=wait)
+    if grant is None:
+        raise NoRoom(f"no room on the GPU for the baselines of {task.id} now")
+    return grant
+
+
 def in_worker(
-    task: Task, wanted: list[tuple[int, str]], place: Placement
+    task: Task, wanted: list[tuple[int, str]], place: Placement, grant: budget.Grant | None = None
 ) -> tuple[Measured, float]:
     """Measure some (case, kind) pairs of one task in a trusted baseline process
     (``baseline_worker``): a worker of ``compile_pool`` kept between tasks, or, if that worker
@@ -106,7 +123,19 @@ def in_worker(
     process of its own).  Eager too: timed in the parent's threads, its timed calls would share
     one GIL with every job thread's and prefetch's Python (the dispatch mode runs Python for each
     operation), stretching its exclusive holds while every GPU's work waits
-    (docs/design/throughput.md, Baselines)."""
+    (docs/design/throughput.md, Baselines).  ``grant``: its reservation in the GPU's memory
+    budget (``room_for``; None: waited for here)."""
+    if grant is None:
+        with room_for(task, place) as own:
+            return measure_in_worker(task, wanted, place, own)
+    return measure_in_worker(task, wanted, place, grant)
+
+
+def measure_in_worker(
+    task: Task, wanted: list[tuple[int, str]], place: Placement, grant: budget.Grant
+) -> tuple[Measured, float]:
+    """``in_worker`` once its reservation is ``grant`` (a worker started for it keeps a
+    context's worth of it as its own)."""
     env = dict(os.environ, PYTHONPATH=SOURCE_ROOT, **ONE_THREAD)
     gpu, core = place.gpu, place.timing_core
     if gpu is not None:
@@ -117,12 +146,13 @@ def in_worker(
     request["core"] = "" if core is None else str(core)  # its timing turns' core (``cores``)
     cpu_s = 0.0
     try:
-        reply = compile_pool.POOL.ask(gpu, env, request, BASELINE_TIMEOUT_S)
+        reply = compile_pool.POOL.ask(gpu, env, request, BASELINE_TIMEOUT_S, grant)
     except compile_pool.WorkerFailed:
         found = compile_once(request, env)
     else:
         if "error" in reply:
-            raise RuntimeError(f"baseline process for {task.id} failed: {reply['error']}"[:400])
+            why = f"baseline process for {task.id} failed: {reply['error']}"[:400]
+            raise RuntimeError(why + (f" (trace: {reply['log']})" if reply.get("log") else ""))
         found = reply.get("ok") or {}
         cpu_s = float(reply.get("cpu_s") or 0.0)
     ends = [(i, f"{k}{end}") for i, k in wanted for end in ("_lo", "_hi")]
@@ -138,7 +168,8 @@ def compile_once(request: dict[str, str], env: dict[str, str]) -> dict[str, floa
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=BASELINE_TIMEOUT_S)
     if proc.returncode != 0:
         tail = " ".join(proc.stderr.strip().splitlines()[-1:])[:300]
-        raise RuntimeError(f"baseline process for {request['task']} failed: {tail}")
+        kept = incidents.save(f"baseline-{request['task']}", proc.stderr)
+        raise RuntimeError(f"baseline process for {request['task']} failed: {tail}{where(kept)}")
     found: dict[str, float | None] = json.loads(proc.stdout.strip().splitlines()[-1])
     return found
 
@@ -162,12 +193,16 @@ class Baselines:
         self.peaks_lock = threading.Lock()
         self.measured_peaks: Peaks | None = None
 
-    def ms(self, task: Task, kinds: tuple[str, ...], place: Placement) -> Measured:
+    def ms(
+        self, task: Task, kinds: tuple[str, ...], place: Placement, wait: bool = True
+    ) -> Measured:
         """Every baseline of a task: from memory, else the cache, else measured (one process
-        for all that are missing; one measurement per task at a time)."""
+        for all that are missing; one measurement per task at a time), after waiting for room
+        on the GPU (``wait``; else ``NoRoom``) before the task's lock: no thread holds it while
+        it waits for room, which a job holding its own reservation could then wait for."""
         with self.lock:
             task_lock = self.task_locks.setdefault(task.id, threading.Lock())
-        with task_lock:
+        with room_for(task, place, wait) as grant, task_lock:
             keys = {(i, k): baseline_key(task, i, k) for i in range(len(task.bench)) for k in kinds}
             got: Measured = {}
             for pair, key in keys.items():
@@ -176,7 +211,7 @@ class Baselines:
                     got[pair] = self.memory[key] = ms
             missing = [pair for pair in keys if pair not in got]
             if missing:
-                measured, cpu_s = in_worker(task, missing, place)
+                measured, cpu_s = in_worker(task, missing, place, grant)
                 with self.lock:
                     self.worker_cpu_s += cpu_s
                 for pair, ms in measured.items():
@@ -187,6 +222,15 @@ class Baselines:
                     if pair in keys:
                         got[pair] = ms
             return got
+
+    def missing(self, task: Task, kinds: tuple[str, ...]) -> bool:
+        """Whether some baseline of the task is neither in memory nor in the cache (a lookup
+        that fails counts as missing: the measurement then says why)."""
+        try:
+            keys = [baseline_key(task, i, k) for i in range(len(task.bench)) for k in kinds]
+            return any(key not in self.memory and not self.cached(key)[0] for key in keys)
+        except Exception:  # noqa: BLE001 - measured, and reported there
+            return True
 
     def interval(self, task: Task, index: int, kind: str = "eager") -> list[float] | None:
         """The 95% interval of a baseline's median, where its measurement kept one (from memory
@@ -209,18 +253,28 @@ class Baselines:
         candidate runs: torch.compile's seconds of CPU then overlap the candidate's compiling
         instead of following it (docs/design/throughput.md, Baselines).  ``ms`` later finds them
         in memory, or waits for them under the task's lock; a failure here is left for that later
-        call to raise."""
+        call to raise, and so is a measurement that finds no room on the GPU now (it never
+        waits for room: the job's own call measures it within the job's reservation)."""
         with self.lock:
             if self.pool is None:
                 self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="kbx-baselines")
             pool = self.pool
-        return pool.submit(self.fetch_quietly, task, kinds, place)
+        return pool.submit(self.fetch_quietly, task, kinds, place, False)
 
-    def fetch_quietly(self, task: Task, kinds: tuple[str, ...], place: Placement) -> None:
+    def fetch_quietly(
+        self, task: Task, kinds: tuple[str, ...], place: Placement, wait: bool = True
+    ) -> None:
         """``ms`` on the job's GPU, ahead of the call that needs the numbers: a failure is left
         for that call to raise (and report against the task)."""
-        with on_device(place.gpu), contextlib.suppress(Exception):
-            self.ms(task, kinds, place)
+        with contextlib.suppress(Exception):
+            self.fetch(task, kinds, place, wait)
+
+    def fetch(
+        self, task: Task, kinds: tuple[str, ...], place: Placement, wait: bool = True
+    ) -> None:
+        """``ms`` on ``place``'s GPU, for what it leaves in memory and the cache."""
+        with on_device(place.gpu):
+            self.ms(task, kinds, place, wait=wait)
 
     def peaks(self, place: Placement) -> Peaks:
         """This GPU's measured peaks (for the roofline), once (and cached on disk)."""

@@ -13,6 +13,8 @@ import traceback
 from pathlib import Path
 from types import TracebackType
 
+from kbx.core import incidents
+from kbx.core.activity import BOARD
 from kbx.core.candidate import Candidate
 from kbx.core.config import EvalConfig
 from kbx.core.result import Result
@@ -26,6 +28,14 @@ from kbx.suite.verdict import Reject, Verdict
 
 EARLY = (Verdict.IMPORT_FAILED, Verdict.NO_ENTRY, Verdict.HARNESS_ERROR)  # of the import stage
 KEYS = {"read": "start", "check": "check", "perf": "baselines"}  # stage -> its ``stage_s`` key
+STEPS = {"read": "reading", "import": "setting up", "check": "check", "perf": "timing"}
+
+
+def label(candidate: Candidate) -> str:
+    """The candidate in progress lines: its task, and its source where that names a line of a
+    file (many candidates of one task)."""
+    source = candidate.source.rsplit("/", 1)[-1]
+    return f"{candidate.task_id} ({source})" if ":" in source else candidate.task_id
 
 
 class Outcome:
@@ -37,6 +47,7 @@ class Outcome:
         self.started, self.started_at = self.entered, time.time()
         self.result = Result.of(candidate, cfg.device, Verdict.PASSED, "", "done")
         self.task: Task | None = None
+        self.token = BOARD.begin(label(candidate), STEPS["read"])
 
     def read(self) -> Task:
         """The read stage: the candidate's task, or the reason it has none."""
@@ -53,6 +64,21 @@ class Outcome:
         if self.stage in KEYS:  # the child's stage is timed in detail by the sandbox
             self.spent(KEYS[self.stage], now - self.entered)
         self.stage, self.entered = stage, now
+        self.doing(STEPS.get(stage, stage))
+
+    def doing(self, step: str) -> None:
+        """Where the candidate is, finer than its stage (the child's: ``cases 2``), for progress
+        lines (``kbx.core.activity``)."""
+        BOARD.step(self.token, step)
+
+    def waited(self, step: str, seconds: float) -> None:
+        """A wait outside the stages (``room.for_job``): ``step`` while it lasts, then its
+        seconds in ``stage_s`` (``memory_wait``)."""
+        if step:
+            self.doing(step)
+        else:
+            self.spent("memory_wait", seconds)
+            self.doing(STEPS.get(self.stage, self.stage))
 
     def spent(self, key: str, seconds: float) -> None:
         self.result.stage_s[key] = round(self.result.stage_s.get(key, 0.0) + seconds, 3)
@@ -79,12 +105,15 @@ class Outcome:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool:
+        BOARD.end(self.token)
         if isinstance(exc, Reject):
             self.fail(exc.verdict, exc.detail, self.refined(exc))
         elif isinstance(exc, Exception):
             where = traceback.extract_tb(tb)[-1]
             detail = f"{type(exc).__name__}: {exc} ({Path(where.filename).name}:{where.lineno})"
-            self.fail(Verdict.HARNESS_ERROR, detail, self.stage)
+            trace = incidents.trace_of(kind, exc, tb)
+            kept = incidents.save(f"harness-{self.candidate.task_id}", trace)
+            self.fail(Verdict.HARNESS_ERROR, detail + incidents.where(kept), self.stage)
         else:
             self.enter("done")
         if self.task is not None:

@@ -15,6 +15,8 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_leaves, tree_map
 
+from kbx.gpu import budget, footprint
+from kbx.gpu.budget import Grant
 from kbx.gpu.gpuops import gpu_ops_locked, on_device, wait_loaded
 from kbx.gpu.placement import CPU, Placement
 from kbx.suite.task import Case, Inputs, Task
@@ -48,6 +50,7 @@ class References:
         self.cache: dict[Key, Any] = {}
         self.ahead: dict[Key, Future[tuple[Inputs, Any]]] = {}
         self.ahead_bytes: dict[Key, int] = {}  # reserved by a prefetched bench case
+        self.grants: dict[Key, Grant] = {}  # its reservation in the GPU's memory budget
         self.lock = threading.Lock()
         self.count = workers
         self.pool: ThreadPoolExecutor | None = None
@@ -66,6 +69,9 @@ class References:
         with self.lock:
             self.ahead.clear()
             self.ahead_bytes.clear()
+            for grant in self.grants.values():
+                grant.release()
+            self.grants.clear()
 
     def prefetch(self, task: Task, place: Placement, budget: int = AHEAD_GPU_BYTES) -> None:
         """Start computing what ``judge`` will need while the candidate runs: the correctness
@@ -87,9 +93,31 @@ class References:
                     continue
                 if size and sum(self.ahead_bytes.values()) + size > budget:
                     continue
+                if size and not self.room(key, task, index, place):
+                    continue
                 if size:
                     self.ahead_bytes[key] = size
                 self.ahead[key] = self.workers().submit(self.compute_on, task, kind, index, place)
+
+    def room(self, key: Key, task: Task, index: int, place: Placement) -> bool:
+        """Reserve a benchmark case's look-ahead in its GPU's memory budget if it fits now (the
+        caller holds ``lock``)."""
+        if not place.cuda:
+            return True
+        need = footprint.ahead_bytes(task, task.bench[index])
+        grant = budget.on(place.gpu).reserve(need, f"ahead {task.id} {index}", wait=False)
+        if grant is None:
+            return False
+        self.grants[key] = grant
+        return True
+
+    def let_go(self, key: Key) -> None:
+        """A look-ahead's reservation ends (the caller holds ``lock``): taken by its judge, whose
+        job's reservation covers it from then on, or dropped."""
+        self.ahead_bytes.pop(key, None)
+        grant = self.grants.pop(key, None)
+        if grant is not None:
+            grant.release()
 
     def compute_on(self, task: Task, kind: str, index: int, place: Placement) -> tuple[Inputs, Any]:
         with on_device(place.current):
@@ -100,7 +128,7 @@ class References:
         with self.lock:
             for key in [k for k in self.ahead if k[0] == task.id]:
                 self.ahead.pop(key).cancel()
-                self.ahead_bytes.pop(key, None)
+                self.let_go(key)
 
     def expected(
         self, task: Task, kind: str, index: int, place: Placement = CPU
@@ -108,7 +136,7 @@ class References:
         """Inputs and reference output of one case, prefetched (``prefetch``) or computed now."""
         with self.lock:
             ahead = self.ahead.pop((task.id, place.device, kind, index), None)
-            self.ahead_bytes.pop((task.id, place.device, kind, index), None)
+            self.let_go((task.id, place.device, kind, index))
         # one still queued behind other tasks' is computed here instead (cancel() fails once
         # started)
         if ahead is not None and not ahead.cancel():

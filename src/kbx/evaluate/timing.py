@@ -19,7 +19,6 @@ from kbx.gpu.benchtime import suspect
 from kbx.gpu.gpulock import waited_s
 from kbx.gpu.hardware import Peaks
 from kbx.gpu.placement import Placement
-from kbx.suite import find
 from kbx.suite.task import Task
 from kbx.suite.verdict import Reject, Verdict
 
@@ -33,14 +32,6 @@ def prefetch(task: Task, cfg: EvalConfig, place: Placement) -> Future[None] | No
         return None
     baselines = open_baselines(cfg.baseline_cache)
     return baselines.prefetch(task, cfg.kinds, place)
-
-
-def fetch_quietly(task_id: str, cfg: EvalConfig, place: Placement) -> None:
-    """A task's baselines in the baselines-first stage, on ``place``'s GPU; a failure is left to the
-    task's job, which measures them again and reports it (``Baselines.fetch_quietly``)."""
-    if (task := find(task_id)) is not None:
-        baselines = open_baselines(cfg.baseline_cache)
-        baselines.fetch_quietly(task, cfg.kinds, place)
 
 
 def against_baselines(

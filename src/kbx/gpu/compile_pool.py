@@ -6,7 +6,9 @@ here answers one request per line: ``{"task", "kinds", "cases", "lock", "core"}`
 marked ``MARK`` with ``{"ok": {"<case>:<kind>": ms or null}}`` or ``{"error": "..."}`` out (other
 lines on its stdout are ignored).  Idle workers wait in a pool per GPU; one that times out, exits or
 answers garbage is killed, and the caller falls back to a process of its own
-(``baselines.in_worker``).
+(``baselines.in_worker``).  A worker's CUDA context is a standing hold in its GPU's memory budget
+(``kbx.gpu.budget``), split from the reservation of the request it was started for; an idle worker
+is let go when a reservation waits, and every idle one when the baselines stage ends.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ import threading
 import time
 from typing import Any
 
+from kbx.core import incidents
+from kbx.gpu.budget import Grant
+
 MARK = b"KBX-BASELINE "
 TASKS_PER_WORKER = 24  # then a fresh process: compiled graphs and allocator state stay bounded
 
@@ -30,15 +35,28 @@ class WorkerFailed(Exception):
 
 
 class Worker:
-    def __init__(self, cmd: list[str], env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(
-            cmd,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            bufsize=0,
-        )
+    """One baseline process; ``standing``: its context's hold in the GPU's memory budget."""
+
+    def __init__(self, cmd: list[str], env: dict[str, str], standing: Grant | None = None) -> None:
+        self.standing = standing
+        log = incidents.stream("baseline-worker")  # its traces and warnings: never the terminal
+        self.log = log.name if log is not None else None
+        try:
+            self.proc = subprocess.Popen(
+                cmd,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log if log is not None else subprocess.DEVNULL,
+                bufsize=0,
+            )
+        except OSError:
+            if standing is not None:
+                standing.release()
+            raise
+        finally:
+            if log is not None:
+                log.close()
         self.buffer = b""
         self.served = 0
 
@@ -62,6 +80,8 @@ class Worker:
                         raise WorkerFailed("the baseline worker's reply is not JSON") from None
                     if not isinstance(reply, dict):
                         raise WorkerFailed("the baseline worker's reply is not an object")
+                    if "error" in reply and self.log is not None:
+                        reply["log"] = str(self.log)  # its trace is there
                     return reply
                 continue  # something else printed to stdout (torch, inductor)
             left = deadline - time.monotonic()
@@ -82,6 +102,13 @@ class Worker:
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None:
                 stream.close()
+        if self.standing is not None:
+            self.standing.release()
+
+    def idle_costs(self) -> bool:
+        """Whether keeping it idle would hold memory a waiting reservation needs."""
+        room = self.standing.budget if self.standing is not None else None
+        return room is not None and room.pressed()
 
 
 class Pool:
@@ -93,19 +120,28 @@ class Pool:
         self.lock = threading.Lock()
 
     def ask(
-        self, key: Any, env: dict[str, str], request: dict[str, Any], timeout_s: float
+        self,
+        key: Any,
+        env: dict[str, str],
+        request: dict[str, Any],
+        timeout_s: float,
+        grant: Grant | None = None,
     ) -> dict[str, Any]:
+        """The reply of an idle worker of ``key``, or of one started for it, whose context's
+        memory is split from the request's reservation ``grant``."""
         with self.lock:
             spare = self.idle.get(key) or []
             worker = spare.pop() if spare else None
         if worker is None:
-            worker = Worker(self.cmd, env)
+            context = grant.budget.context if grant is not None and grant.budget else 0
+            standing = grant.split(context, "baseline worker") if grant is not None else None
+            worker = Worker(self.cmd, env, standing)
         try:
             reply = worker.ask(request, timeout_s)
         except BaseException:
             worker.close()
             raise
-        if worker.served >= TASKS_PER_WORKER:
+        if worker.served >= TASKS_PER_WORKER or worker.idle_costs():
             worker.close()
         else:
             with self.lock:

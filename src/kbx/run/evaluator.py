@@ -25,6 +25,7 @@ from types import TracebackType
 from typing import Protocol
 
 from kbx.core import trace
+from kbx.core.activity import BOARD, Activity
 from kbx.core.candidate import Candidate, make
 from kbx.core.config import EvalConfig, Tuning, cache_dir
 from kbx.core.result import Result
@@ -63,6 +64,9 @@ class LocalBackend:
         self, candidates: Iterable[Candidate], on_baseline: OnBaseline | None = None
     ) -> Iterator[tuple[Candidate, Result]]:
         return self.runner.submit(candidates, on_baseline)
+
+    def running(self) -> list[Activity]:
+        return self.runner.running()
 
     def close(self, cancel: bool = False) -> None:
         self.runner.close(cancel)
@@ -152,6 +156,13 @@ class Evaluator:
                 final = rerun.mark(second, first)
                 yield done, final
                 yield from batch.answered(done, final)
+
+    def running(self) -> list[Activity]:
+        """What is under way now, the longest-running first: each candidate in flight and the
+        step it is at, each task whose baselines are being measured (``kbx.core.activity``;
+        this process's own where the backend cannot say)."""
+        found = getattr(self.backend, "running", None)
+        return list(found()) if callable(found) else BOARD.snapshot()
 
     def evaluate(self, task_id: str, code: str) -> Result:
         """The Result of one candidate: ``code`` for the task ``task_id``."""

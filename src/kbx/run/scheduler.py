@@ -17,6 +17,7 @@ import signal
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import replace
@@ -24,19 +25,23 @@ from pathlib import Path
 
 import torch
 
-from kbx.core import trace
+from kbx.core import incidents, trace
+from kbx.core.activity import BOARD, Activity
 from kbx.core.candidate import Candidate
 from kbx.core.config import EvalConfig
 from kbx.core.result import Result
-from kbx.evaluate import pipeline, references, timing
+from kbx.evaluate import pipeline, references
+from kbx.evaluate.baselines import Baselines, open_baselines
 from kbx.evaluate.context import Context
-from kbx.gpu import cores, gpuops, gpuwait
+from kbx.gpu import compile_pool, cores, gpuops, gpuwait
 from kbx.gpu.placement import Placement
-from kbx.run import servers
+from kbx.run import memory, servers
+from kbx.run.memory import Cards, Memory
 from kbx.run.servers import Launched
 from kbx.sandbox import childenv, confine
 from kbx.sandbox.servers import ForkServers
 from kbx.suite import find
+from kbx.suite.task import Task
 
 CHECK_SHARE = 4  # the parent's torch threads: the cores over this (``check_threads``)
 # How long a thread holds the GIL while others wait for it (``sys.setswitchinterval``; CPython's
@@ -69,6 +74,18 @@ def gpu_slots(gpus: Sequence[int | None], count: int) -> queue.Queue[int | None]
     return slots
 
 
+def first_spares(slots: Sequence[int | None], spares: int) -> list[int | None]:
+    """The job slots the fork server forks a spare for at its start: one per slot, at most
+    ``spares`` per GPU (the budget's count: more would hold contexts it has not counted)."""
+    seen: Counter[int | None] = Counter()
+    first = []
+    for gpu in slots:
+        if seen[gpu] < spares:
+            first.append(gpu)
+            seen[gpu] += 1
+    return first
+
+
 class Scheduler:
     """``jobs`` candidates in flight in this process, spread round-robin over ``gpus``."""
 
@@ -80,6 +97,7 @@ class Scheduler:
         self.ctx = Context(self.servers)
         self.cores = cores.Reservation()
         self.pool: ThreadPoolExecutor | None = None
+        self.memory: Memory | None = None
 
     def place(self, gpu: int | None) -> Placement:
         """Where a job on ``gpu`` puts its GPU work: that GPU's lock, as its jobs' children and
@@ -97,21 +115,27 @@ class Scheduler:
         self,
         reserved: dict[int | None, int | None] | None = None,
         launched: Launched | None = None,
+        cards: Cards | None = None,
+        share: int = 1,
     ) -> Scheduler:
         """Set this process up for its jobs; a worker process adopts the parent's ``reserved``
-        timing cores instead of reserving its own, and the fork server the parent
-        ``launched`` for it."""
+        timing cores instead of reserving its own, the fork server the parent ``launched`` for
+        it, and the GPUs' ``cards`` the parent measured, of whose budgets it has a ``share``."""
         sys.setswitchinterval(SWITCH_S)
         confine.open_run_folder(self.cfg.run_dir)
+        incidents.open_logs(self.cfg.run_dir)  # before any of its processes starts
         self.pool = ThreadPoolExecutor(self.jobs, thread_name_prefix="kbx-job")
         if not self.cfg.device.startswith("cuda"):
             if self.cfg.tuning.fork_server:
                 servers.start_server(self.servers, childenv.settings(self.cfg))
             return self
-        sandbox_cfg = childenv.settings(self.cfg)
-        servers.start_server(self.servers, sandbox_cfg, slot_gpus(self.gpus, self.jobs), launched)
         gpuwait.asleep()  # its threads wait for the GPU without spinning a core each
         trace.mark("set-up: CUDA driver started")
+        self.memory = self.open_memory(cards, share)
+        sandbox_cfg = childenv.settings(self.cfg)
+        spares = self.servers.spare_count(self.cfg.device)
+        first = first_spares(slot_gpus(self.gpus, self.jobs), spares)
+        servers.start_server(self.servers, sandbox_cfg, first, launched)
         if reserved is None:
             self.cores.reserve(self.gpus)
         else:
@@ -120,6 +144,23 @@ class Scheduler:
         gpuops.begin_loading()
         threading.Thread(target=self.load, daemon=True, name="kbx-load").start()
         return self
+
+    def open_memory(self, cards: Cards | None, share: int) -> Memory:
+        """The GPUs' memory budgets in this process: measured here before anything else of the
+        run is on the GPU (no ``cards``), or the parent's measurement and this worker's
+        ``share``; the spares' count follows from them, and their contexts (and a worker's own)
+        are held for the run."""
+        if cards is None:
+            measured = memory.measure(self.cfg, self.gpus)
+        else:  # the parent's measurement of every GPU: this worker's own
+            measured = {gpu: card for gpu, card in cards.items() if gpu in self.gpus}
+        mem = Memory(self.cfg, measured, share)
+        spares = memory.default_spares(self.cfg, measured)
+        if spares is not None:
+            self.servers.spares = spares
+        own = 0 if cards is None else 1  # a worker's context; the parent's was measured
+        mem.hold(self.servers.spare_count(self.cfg.device) + own, "spares and own context")
+        return mem
 
     def load(self) -> None:
         """Make this process's CUDA contexts and load what its threads' first checks would
@@ -147,6 +188,11 @@ class Scheduler:
         finally:
             self.slots.put(gpu)
 
+    def running(self) -> list[Activity]:
+        """This process's candidates in flight and baselines being measured, and where each is
+        (``kbx.core.activity``)."""
+        return BOARD.snapshot()
+
     def submit(
         self, candidates: Iterable[Candidate], on_baseline: OnBaseline | None = None
     ) -> Iterator[tuple[Candidate, Result]]:
@@ -169,29 +215,51 @@ class Scheduler:
     def baselines(self, task_ids: list[str], on_baseline: OnBaseline | None = None) -> None:
         """Measure every baseline these tasks lack (the cache's are kept) before any candidate
         runs, a task per core (or ``baseline_workers`` per GPU) spread over the GPUs: the stage
-        has the cores and the GPU lock to itself (docs/design/throughput.md, Baselines).  A task
-        whose baselines fail here is left to its job, which measures them again and reports the
+        has the cores and the GPU lock to itself (docs/design/throughput.md, Baselines).
+        ``on_baseline`` is told ``("", n)`` as the stage begins (n tasks to measure), then each
+        task as it is done with how many are left.  A task whose baselines fail here is told in
+        one line (``incidents``) and left to its job, which measures them again and reports the
         error."""
+        store = open_baselines(self.cfg.baseline_cache)
         found = (find(i) for i in dict.fromkeys(task_ids))
-        tasks = [t for t in found if t is not None]
+        tasks = [t for t in found if t is not None and store.missing(t, self.cfg.kinds)]
+        if not tasks:
+            return
+        if on_baseline:
+            on_baseline("", len(tasks))
         per_gpu = self.cfg.tuning.baseline_workers or max(
             1, len(os.sched_getaffinity(0)) // len(self.gpus)
         )
         slots = gpu_slots(self.gpus, per_gpu * len(self.gpus))
 
-        def measure(task_id: str) -> str:
+        def measure(task: Task) -> str:
             gpu = slots.get()
+            token = BOARD.begin(f"baselines of {task.id}", "measuring")
             try:
-                timing.fetch_quietly(task_id, self.job(gpu), self.place(gpu))
+                self.measure_baselines(store, task, gpu)
             finally:
+                BOARD.end(token)
                 slots.put(gpu)
-            return task_id
+            return task.id
 
-        with ThreadPoolExecutor(max_workers=per_gpu * len(self.gpus)) as pool:
-            futures = [pool.submit(measure, t.id) for t in tasks]
+        with ThreadPoolExecutor(per_gpu * len(self.gpus), thread_name_prefix="kbx-stage") as pool:
+            futures = [pool.submit(measure, t) for t in tasks]
             for left, fut in enumerate(as_completed(futures), start=1):
                 if on_baseline:
                     on_baseline(fut.result(), len(futures) - left)
+        compile_pool.POOL.close()  # the stage's idle workers: their contexts back to the card
+
+    def measure_baselines(self, store: Baselines, task: Task, gpu: int | None) -> None:
+        """One task's baselines on ``gpu``, waiting for room in its memory budget; a failure is
+        one line on the terminal, its trace in the run folder."""
+        try:
+            store.fetch(task, self.cfg.kinds, self.place(gpu))
+        except Exception as exc:  # noqa: BLE001 - the task's job measures them again
+            incidents.report(
+                f"baselines of {task.id} (measured again with its candidate)",
+                exc,
+                f"baselines-{task.id}",
+            )
 
     def close(self, cancel: bool = False) -> None:
         """End the job threads and the fork servers, and hand the cached GPU memory back: the
@@ -206,6 +274,9 @@ class Scheduler:
             self.pool = None
         self.ctx.close()
         self.cores.release()
+        if self.memory is not None:
+            self.memory.close()
+            self.memory = None
         if torch.cuda.is_initialized():
             torch.cuda.empty_cache()
 

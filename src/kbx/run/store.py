@@ -119,6 +119,7 @@ def summarize(records: list[dict[str, Any]], suite_size: int) -> dict[str, Any]:
         "pass_rate": tally.rate(),
         "suite_pass_rate": tally.passed / suite_size if suite_size else None,
         "harness_errors": counts.get(Verdict.HARNESS_ERROR, 0),
+        "judged_again": sum(1 for r in records if r.get("rerun")),  # ``kbx.run.rerun``
         "passed_with_speedup": len(speedups),
         "faster_than_eager": sum(1 for s in speedups if s > 1.0),
         "passed_bench_unchecked": sum(1 for r in records if bench_unchecked(r)),

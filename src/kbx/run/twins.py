@@ -53,8 +53,6 @@ def answer(result: Result, twin: Candidate) -> Result:
     out = copy.deepcopy(result)
     out.source = twin.source
     out.meta = dict(twin.meta, answered_from=result.source)
-    if "rerun" in result.meta:
-        out.meta["rerun"] = result.meta["rerun"]
     out.duration_s, out.stage_s, out.started_at = 0.0, {}, round(time.time(), 3)
     return out
 

@@ -26,16 +26,20 @@ import subprocess
 import threading
 import traceback
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import torch
 
-from kbx.core import trace
+from kbx.core import incidents, trace
+from kbx.core.activity import BOARD, Activity
 from kbx.core.candidate import Candidate
 from kbx.core.config import EvalConfig
 from kbx.core.result import Result
-from kbx.run import servers
-from kbx.run.scheduler import CANCEL_S, OnBaseline, Scheduler, slot_gpus
+from kbx.gpu import gpuwait
+from kbx.run import memory, servers
+from kbx.run.memory import Cards, Memory
+from kbx.run.scheduler import CANCEL_S, OnBaseline, Scheduler, first_spares, slot_gpus
 from kbx.sandbox import childenv
 from kbx.sandbox.servers import ForkServers
 from kbx.sandbox.servers import spare_count as fork_spares
@@ -43,6 +47,7 @@ from kbx.suite.verdict import Verdict
 
 MIN_SPARES = 2  # idle spares per worker at least (``spares_each``)
 POLL_S = 1.0  # how often the parent looks for workers that died while it waits for results
+ACTIVITY_S = 2.0  # how often a worker tells the parent what it is working on
 
 
 def split_slots(gpus: list[int | None], jobs: int, procs: int) -> list[list[int | None]]:
@@ -60,8 +65,13 @@ class Workers:
     def __init__(self, cfg: EvalConfig, jobs: int, gpus: list[int | None], procs: int) -> None:
         self.parent = Scheduler(cfg, 1, gpus)  # run-wide: timing cores, the baselines stage
         self.gpus, self.jobs = gpus, jobs
+        incidents.open_logs(cfg.run_dir)  # before the fork servers start
         parts = split_slots(gpus, jobs, procs)
-        spares = spares_each(cfg, gpus, len(parts))
+        cards = self.measure(cfg, gpus)
+        spares = spares_each(cfg, gpus, len(parts), memory.default_spares(cfg, cards))
+        share = per_gpu(gpus, len(parts))
+        self.parent.memory = Memory(cfg, cards)  # the workers' contexts and spares held in it
+        self.parent.memory.hold(share * (1 + spares), "the workers' contexts and spares")
         self.cfg = cfg.tuned(
             check_threads=max(1, self.parent.check_threads() // len(parts)),
             spares=spares,
@@ -75,18 +85,21 @@ class Workers:
         self.done: Any = ctx.Queue()
         self.waiting: dict[int, tuple[queue.Queue[tuple[int, Result]], Candidate]] = {}
         self.started: dict[int, int] = {}  # candidate number -> the pid of the worker running it
+        self.activity: dict[int, list[Activity]] = {}  # each worker's, as it last said
         self.numbers = itertools.count()
         self.lock = threading.Lock()
         launched = [self.launch(part, spares) for part in parts]
         self.servers = [server[1] for server in launched if server is not None]
         adopt = [server[0] if server is not None else None for server in launched]
+        self.logs = [incidents.log_file(f"worker-{w}") for w in range(len(parts))]
         self.procs = [
             ctx.Process(
                 target=serve,
                 args=(self.cfg, part, reserved, crowded(parts, part), self.todo, self.done, ls),
+                kwargs={"cards": cards, "share": share, "log": log},
                 name=f"kbx-worker-{w}",
             )
-            for w, (part, ls) in enumerate(zip(parts, adopt, strict=True))
+            for w, (part, ls, log) in enumerate(zip(parts, adopt, self.logs, strict=True))
         ]
         for w in self.procs:
             w.start()
@@ -96,13 +109,23 @@ class Workers:
         self.reader = threading.Thread(target=self.route, daemon=True, name="kbx-results")
         self.reader.start()
 
+    @staticmethod
+    def measure(cfg: EvalConfig, gpus: list[int | None]) -> Cards:
+        """The GPUs' cards, measured here before any worker or fork server is on them (none
+        where nothing is timed or without CUDA)."""
+        if not cfg.device.startswith("cuda"):
+            return {}
+        gpuwait.asleep()  # before this process's contexts are made
+        return memory.measure(cfg, gpus)
+
     def launch(
         self, part: list[int | None], spares: int
     ) -> tuple[servers.Launched, subprocess.Popen[bytes]] | None:
         """A worker's fork server, started here first: its imports and its spares' contexts need
         not wait for the worker's own imports."""
         pool = ForkServers(spares)
-        return servers.launch_server(pool, childenv.settings(self.cfg), worker_slots(part), spares)
+        first = first_spares(worker_slots(part), spares)
+        return servers.launch_server(pool, childenv.settings(self.cfg), first, spares)
 
     def submit(
         self, candidates: Iterable[Candidate], on_baseline: OnBaseline | None = None
@@ -140,9 +163,18 @@ class Workers:
             with self.lock:
                 if kind == "start":
                     self.started[number] = value
+                elif kind == "activity":
+                    self.activity[number] = [Activity(*fields) for fields in value]
                 elif number in self.waiting:
                     self.started.pop(number, None)
                     self.waiting.pop(number)[0].put((number, value))
+
+    def running(self) -> list[Activity]:
+        """What the parent (the baselines stage) and the live workers are working on."""
+        alive = {w.pid for w in self.procs if w.is_alive()}
+        with self.lock:
+            remote = [a for pid, acts in self.activity.items() if pid in alive for a in acts]
+        return sorted(BOARD.snapshot() + remote, key=lambda a: a.started)
 
     def lost(self) -> None:
         """Results for the candidates of workers that have died: those they had started, and,
@@ -151,11 +183,13 @@ class Workers:
         if not dead:
             return
         everyone = len(dead) == len(self.procs)
+        logs = {w.pid: log for w, log in zip(self.procs, self.logs, strict=True)}
         with self.lock:
             for number in sorted(self.waiting):
                 pid = self.started.get(number)
                 if pid in dead:
                     why = f"kbx's worker process ended during this candidate (exit {dead[pid]})"
+                    why += f" (its log: {logs[pid]})" if logs.get(pid) else ""
                 elif everyone:
                     why = "kbx's worker processes had all ended before this candidate"
                 else:
@@ -195,6 +229,17 @@ def cancelled(sched: Scheduler) -> None:
     os._exit(143)
 
 
+def tell_activity(done: Any, over: threading.Event) -> None:
+    """Every ``ACTIVITY_S`` until ``over``: what this worker is working on, to the parent
+    (``Workers.running``), when it has changed."""
+    said: list[tuple[str, str, float, float]] = []
+    while not over.wait(ACTIVITY_S):
+        now = [(a.label, a.step, a.started, a.since) for a in BOARD.snapshot()]
+        if now != said:
+            done.put(("activity", os.getpid(), now))
+            said = now
+
+
 def worker_slots(part: list[int | None]) -> list[int | None]:
     """The GPU of each job slot of the worker serving ``part``, as its scheduler sees them."""
     return slot_gpus(list(dict.fromkeys(part)), len(part))
@@ -205,11 +250,14 @@ def crowded(parts: list[list[int | None]], part: list[int | None]) -> bool:
     return sum(1 for other in parts if set(other) & set(part)) > 1
 
 
-def spares_each(cfg: EvalConfig, gpus: list[int | None], workers: int) -> int:
-    """A worker's idle spares: the one-process count shared by the workers of a GPU, at least
-    ``MIN_SPARES`` each where there are spares at all (with fewer, most children make their own
-    CUDA context; docs/design/throughput.md, Fork server and spares)."""
-    total = fork_spares(cfg.device, cfg.tuning.spares)
+def spares_each(
+    cfg: EvalConfig, gpus: list[int | None], workers: int, spares: int | None = None
+) -> int:
+    """A worker's idle spares: the one-process count (``spares``, the budget's; else the
+    tuning's or the device's) shared by the workers of a GPU, at least ``MIN_SPARES`` each where
+    there are spares at all (with fewer, most children make their own CUDA context;
+    docs/design/throughput.md, Fork server and spares)."""
+    total = spares if spares is not None else fork_spares(cfg.device, cfg.tuning.spares)
     return max(MIN_SPARES, -(-total // per_gpu(gpus, workers))) if total else 0
 
 
@@ -226,14 +274,21 @@ def serve(
     todo: Any,
     done: Any,
     launched: servers.Launched | None = None,
+    cards: Cards | None = None,
+    share: int = 1,
+    log: Path | None = None,
 ) -> None:
     """A worker process: a scheduler over its slots, one thread per slot taking candidates from
     ``todo`` until it reads a stop (``shares_gpu``: another worker has a slot on its GPU;
-    ``launched``: the fork server the parent started for it)."""
+    ``launched``: the fork server the parent started for it; ``cards``: the GPUs the parent
+    measured, of whose budgets this worker has a ``share``; ``log``: where its own stdout and
+    stderr go, never the terminal)."""
+    incidents.to_log(log)
     trace.enable(cfg.tuning.trace)
     trace.mark("worker: imported")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the parent's to handle
-    sched = Scheduler(cfg, len(slots), list(dict.fromkeys(slots))).start(reserved, launched)
+    sched = Scheduler(cfg, len(slots), list(dict.fromkeys(slots)))
+    sched.start(reserved, launched, cards or {}, share)
     signal.signal(signal.SIGTERM, lambda signum, frame: cancelled(sched))
     trace.mark("worker: set up")
 
@@ -255,8 +310,11 @@ def serve(
     threads = [threading.Thread(target=job_thread, name=f"kbx-job-{i}") for i in range(len(slots))]
     for t in threads:
         t.start()
+    over = threading.Event()
+    threading.Thread(target=tell_activity, args=(done, over), daemon=True).start()
     for t in threads:
         t.join()
+    over.set()
     sched.close()
     with contextlib.suppress(Exception):
         done.close()

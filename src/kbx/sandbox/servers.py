@@ -20,7 +20,7 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 
-from kbx.core import trace
+from kbx.core import incidents, trace
 
 SERVER_MODULE = "kbx.sandbox.child.forkserver"  # started by name: the parent never imports it
 READY_TIMEOUT_S = 120.0  # the server's own start-up: imports of torch and triton
@@ -138,17 +138,22 @@ class ForkServer:
 def launch(
     device: str, env: dict[str, str], spare_count: int, first: dict[str, int] | None
 ) -> tuple[socket.socket, subprocess.Popen[bytes]]:
-    """Start a server process, without waiting for it: this end of its socket, and it."""
+    """Start a server process, without waiting for it: this end of its socket, and it.  Its
+    stdout and stderr (and its spares', before a job gives them streams of their own) go to a log
+    file of the run folder (``incidents.stream``), never to the terminal."""
     here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     folder = tempfile.mkdtemp(prefix="kbx-forkserver-")
     cmd = [sys.executable, "-X", "faulthandler", "-m", SERVER_MODULE, device, str(there.fileno())]
     cmd += [str(spare_count), json.dumps(first or {}), "1" if trace.enabled() else "0"]
+    log = incidents.stream(f"forkserver-{device}")
     try:
         proc = subprocess.Popen(
             cmd,
             cwd=folder,
             env=env,
             stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
             pass_fds=(there.fileno(),),
             start_new_session=True,
         )
@@ -157,6 +162,8 @@ def launch(
         raise
     finally:
         there.close()
+        if log is not None:
+            log.close()
     return here, proc
 
 

@@ -17,10 +17,12 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kbx.core import incidents
 from kbx.sandbox import confine, expect, kernels, stderrs
 from kbx.sandbox.childenv import (
     child_env,
@@ -55,7 +57,11 @@ class ChildRun:
 
 
 def run_child(
-    task: Task, code: str, cfg: ChildConfig, servers: ForkServers | None = None
+    task: Task,
+    code: str,
+    cfg: ChildConfig,
+    servers: ForkServers | None = None,
+    on_stage: Callable[[str], None] | None = None,
 ) -> ChildRun:
     """Run the candidate in a child; if a child from the fork server cannot even set up (kbx's
     fault, e.g. CUDA unusable after the fork on some machine), the fork server is given up for
@@ -63,9 +69,10 @@ def run_child(
     GPU memory (the device was full for a moment) is no fault of the fork server: the
     candidate runs again from it, ``MEMORY_WAIT_S`` later (the memory of the jobs before it
     is on its way back): otherwise one such child would turn the server off for the rest of a
-    run, and every later child would start a fresh interpreter."""
+    run, and every later child would start a fresh interpreter.  ``on_stage`` is told each
+    stage the child enters (``setting up``, ``import``, ``cases 2``...)."""
     for attempt in (1, 2):
-        child = Child(task, code, cfg, servers)
+        child = Child(task, code, cfg, servers, on_stage)
         try:
             return child.run()
         except Reject as r:
@@ -101,8 +108,9 @@ class Child:
         code: str,
         cfg: ChildConfig,
         servers: ForkServers | None = None,
+        on_stage: Callable[[str], None] | None = None,
     ) -> None:
-        self.servers = servers
+        self.servers, self.on_stage = servers, on_stage
         self.made = time.monotonic()  # ``spawn`` counts from here: the folder's files too
         self.task, self.cfg, self.code = task, cfg, code
         self.expected = expect.expected(task, cfg.device, cfg.timed)
@@ -219,15 +227,24 @@ class Child:
         try:
             while True:
                 msg = next_message(reader, follower, verifier)
-                self.stage = follower.stage.name
+                self.moved(follower.stage.name)
                 if msg is None:
                     raise self.died()
-                if follower.take(msg):
+                done = follower.take(msg)
+                self.moved(follower.stage.name)  # the stage the message began
+                if done:
                     return self.finish(follower, self.expected)
         except CutOff:
             return self.finish(follower, follower.partial())
         finally:
             self.stage = follower.stage.name
+
+    def moved(self, stage: str) -> None:
+        """The child is at ``stage`` now (``on_stage`` is told of a new one)."""
+        if stage != self.stage:
+            self.stage = stage
+            if self.on_stage is not None:
+                self.on_stage(stage)
 
     def finish(self, follower: Follower, expected: expect.Expected) -> ChildRun:
         cpu = tree_cpu_s(self.proc.pid)  # before the kill: read from the kernel's counts
@@ -284,13 +301,16 @@ class Child:
             code = self.proc.wait()
         if self.stage != "setting up" and (tampered := self.folder.tampered()):
             return Reject(Verdict.FORBIDDEN, tampered)
-        tail = stderrs.summary(self.folder.tail("stderr.txt"), self.workdir)
+        err = self.folder.tail("stderr.txt")
+        tail = stderrs.summary(err, self.workdir)
         if stderrs.lacked_space(tail):
             if not self.folder.private:  # a disk others write too: judged again alone
                 return Reject(Verdict.CRASHED, f"{SHARED_DISK_FULL} during {self.stage}: {tail}")
             tail += f" (its own folder's {self.folder.size >> 20} MiB, which it filled)"
-        if self.stage == "setting up":
-            return Reject(Verdict.HARNESS_ERROR, f"{START_FAILED} (exit {code}): {tail}")
+        if self.stage == "setting up":  # kbx's own code: its trace kept in the run folder
+            kept = incidents.save(f"start-{self.task.id}", err)
+            why = f"{START_FAILED} (exit {code}): {tail}"
+            return Reject(Verdict.HARNESS_ERROR, why + incidents.where(kept))
         if code < 0:
             name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
             return Reject(

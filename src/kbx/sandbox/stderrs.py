@@ -32,9 +32,20 @@ def summary(text: str, workdir: Path) -> str:
     return " | ".join(lines[-3:])[-LIMIT:]
 
 
+# torch's CUDA and CPU allocators, the CUDA driver, Python, the C library
+MEMORY_WORDS = (
+    "out of memory",
+    "outofmemoryerror",
+    "memoryerror",
+    "cannot allocate memory",
+    "can't allocate memory",
+)
+
+
 def lacked_memory(detail: str) -> bool:
-    """Whether a child's failure reads as the device's memory running out."""
-    return "out of memory" in detail.lower() or "OutOfMemoryError" in detail
+    """Whether a child's failure reads as the device's (or the host's) memory running out."""
+    lowered = detail.lower()
+    return any(word in lowered for word in MEMORY_WORDS)
 
 
 def lacked_space(detail: str) -> bool:

@@ -3,6 +3,7 @@ is taken before an older one still making its context; one that died idle is for
 server forks a run's first spares before any job; and no child keeps a socket through which it
 could send a spare a job."""
 
+import functools
 import json
 import os
 import socket
@@ -175,3 +176,54 @@ def test_a_server_whose_parent_goes_ends_quietly_with_its_spares(tmp_path, capfd
     finally:
         pool.close()
     assert "Traceback" not in capfd.readouterr().err
+
+
+def job_streams() -> tuple[list[int], int]:
+    """A job's three descriptors (progress, stdout, stderr) and the read end of its stderr."""
+    progress, out = os.open(os.devnull, os.O_WRONLY), os.open(os.devnull, os.O_WRONLY)
+    err_read, err_write = os.pipe()
+    return [progress, out, err_write], err_read
+
+
+def test_a_spare_whose_context_failed_fails_its_job_with_the_reason_and_takes_no_other(capfd):
+    """The GPU's memory was full when the spare made its context: the job the server had sent
+    it already fails with that reason on the job's stderr (the parent reads a child that could
+    not start, and why); the server's next send fails, so that job goes to another spare.  A
+    spare that had no job yet says why on the server's stderr, which is its log file."""
+    why = "Traceback (most recent call last):\ntorch.OutOfMemoryError: CUDA out of memory\n"
+    server, spare = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    fds, err_read = job_streams()
+    socket.send_fds(server, [b'{"id": 1}'], fds)  # sent while the spare made its context
+    for fd in fds:
+        os.close(fd)
+    assert forkserver.failed_spare(spare, why) == 70
+    with os.fdopen(err_read) as err:
+        assert err.read() == why
+    with pytest.raises(OSError):
+        server.send(b'{"id": 2}')  # the next job cannot reach it
+    idle_server, idle = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    assert forkserver.failed_spare(idle, why) == 70
+    assert capfd.readouterr().err == why
+    with pytest.raises(OSError):
+        idle_server.send(b'{"id": 3}')
+
+
+def test_a_real_spare_that_cannot_make_its_context_fails_only_the_job_it_was_given(capfd):
+    """A spare of the real body asked for a CUDA context where there is none (this machine):
+    a job it was handed ends with exit code 70 and the driver's reason on the job's stderr, or,
+    failed before the job came, the job goes to no dead spare."""
+    pool = Spares(1, functools.partial(forkserver.spare, "cuda"))
+    pool.fill("0", [])
+    fds, err_read = job_streams()
+    pid = pool.take("0", b'{"id": 1, "job": "job.json", "cwd": "/", "env": {}}', fds)
+    for fd in fds:
+        os.close(fd)
+    with os.fdopen(err_read) as err:
+        told = err.read()
+    if pid is not None:  # handed the job before its context failed
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 70
+        assert "Traceback (most recent call last)" in told and "CUDA" in told
+    else:  # failed first: the take found it gone, and it said why on the server's stderr
+        assert told == "" and "CUDA" in capfd.readouterr().err
+    for spare_pid, _ in pool.idle.get("0", []):
+        os.waitpid(spare_pid, 0)

@@ -9,10 +9,12 @@ pipe, stdout, stderr and its folder's own filesystem as file descriptors), hands
 child or forks one, and answers with the child's pid; when a child ends it sends its exit code
 (negative: killed by that signal), as ``Popen.wait`` would give. Spares (``spares.py``) are forked
 ahead of need and make their CUDA context before a job comes: ``SPARES`` idle ones per set of
-visible devices (``Tuning.spares`` overrides it; 0: none). ``FIRST`` (JSON: visible devices ->
-count) has the server fork that many spares for those devices as soon as it is ready, before any
-request: a run's first jobs, one per job slot, all start at once, and with the spares forked only
-after the first request most of them made their own context side by side.
+visible devices (``Tuning.spares`` overrides it; 0: none); one whose context fails fails the job it
+was given with the reason on that job's stderr (``failed_spare``). ``FIRST`` (JSON: visible
+devices -> count) has the server fork that many spares for those devices as soon as it is ready,
+before any request: a run's first jobs, one per job slot, all start at once, and with the spares
+forked only after the first request most of them made their own context side by side.  The
+server's own streams go to a log file of the run folder (``kbx.core.incidents``).
 
 The child gets what a fresh one would: its own session (so it can be killed as a group), folder,
 environment, standard streams and resource limits, then runs ``main.run_job``.  The process the
@@ -220,7 +222,10 @@ def spare(device: str, visible: str, conn: socket.socket, close: list[socket.soc
             os.environ["CUDA_VISIBLE_DEVICES"] = visible  # before the context
         from kbx.sandbox.child import main
 
-        main.make_context(device)
+        try:
+            main.make_context(device)
+        except Exception:  # noqa: BLE001 - told to the job it was given, if any
+            return failed_spare(conn, traceback.format_exc())
         trace.mark(f"spare: context made for {visible or 'all devices'}")
         say_ready(conn)
         data, fds = next_job(conn)
@@ -228,6 +233,29 @@ def spare(device: str, visible: str, conn: socket.socket, close: list[socket.soc
         return enter(json.loads(data), fds) if data else 0  # no data: the server has gone
 
     exit_with(body)
+
+
+def failed_spare(conn: socket.socket, why: str) -> int:
+    """A spare whose context failed (the GPU's memory was full, say): its socket is shut for
+    reading, so that the server's next send to it fails and the job goes to another spare; a job
+    the server had sent it already fails with ``why`` on that job's stderr, which the parent
+    reads as a child that could not start (its own reason, not an empty one).  Exit code 70, as
+    for any fault of kbx's before the job's streams are in place."""
+    with contextlib.suppress(OSError):
+        conn.shutdown(socket.SHUT_RD)
+    conn.setblocking(False)
+    try:
+        data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+    except OSError:  # nothing queued (BlockingIOError), or the server has gone
+        data, fds = b"", []
+    if not data or len(fds) != 3:
+        sys.stderr.write(why)  # the server's log
+        return 70
+    with contextlib.suppress(OSError):
+        os.write(fds[2], why.encode(errors="replace"))
+    for fd in fds:
+        os.close(fd)
+    return 70
 
 
 def say_ready(conn: socket.socket) -> None:
