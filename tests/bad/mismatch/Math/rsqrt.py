@@ -1,15 +1,9 @@
-"""Known-bad: monkey-patches torch's comparison functions and the reference op at import, then
-returns sqrt(x) instead of 1/sqrt(x).  It must get `mismatch` and change no other verdict."""
+"""Known-bad: returns sqrt(x) instead of 1/sqrt(x).  It must get `mismatch` and change no other
+verdict.  (Patching torch's comparisons at import as well, as it once did, is `forbidden` since
+the child's snapshot: tests/exploits/patch_tensor_method, tests/exploits/patch_builtin.)"""
 import torch
 import triton
 import triton.language as tl
-
-torch.testing.assert_close = lambda *a, **k: None
-torch.allclose = lambda *a, **k: True
-torch.equal = lambda *a, **k: True
-torch.isclose = lambda a, b, *r, **k: torch.ones_like(a, dtype=torch.bool)
-torch.rsqrt = torch.sqrt
-torch.Tensor.rsqrt = torch.Tensor.sqrt
 
 
 @triton.jit
