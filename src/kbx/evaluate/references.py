@@ -83,9 +83,7 @@ class References:
         result when there is one; ``forget`` drops what a task's judge did not use."""
         wanted = [(k, i, 0) for k in ("cases", "refill") for i in range(len(task.cases))]
         if place.timed:
-            wanted += [
-                ("timed_refill", i, int(task.bytes_moved(c))) for i, c in enumerate(task.bench)
-            ]
+            wanted += [("timed_refill", i, task.held_bytes(c)) for i, c in enumerate(task.bench)]
         for kind, index, size in wanted:
             key = (task.id, place.device, kind, index)
             with self.lock:

@@ -130,7 +130,7 @@ def spares_room(card: Card) -> int:
 
 
 def case_bytes(task: Task, case: Case) -> int:
-    return int(task.bytes_moved(case))
+    return task.held_bytes(case)
 
 
 def largest(task: Task) -> int:

@@ -126,19 +126,19 @@ def file_cap(task: Task, device: str) -> int:
     candidate cannot fill the folder's memory-backed disk with one file."""
     cases = list(task.cases) + [task.bench[i] for i in expect.bench_plan(task, device)]
     runs = 3 if task.random else 1
-    return 4 * max(outputs.case_bytes_cap(runs * int(task.bytes_moved(c))) for c in cases)
+    return 4 * max(outputs.case_bytes_cap(runs * task.held_bytes(c)) for c in cases)
 
 
 def folder_bytes(task: Task, device: str, runs: dict[tuple[str, int], int]) -> int:
     """The size of a child's own filesystem (``folder``): room for every output file it hands
     back (``runs``: the runs of each, as ``expect`` lists them; an output is at most the bytes
-    its case moves, and a header), and one more file at its size cap (``file_cap``) for the
-    candidate's own files, its kernel cache and outputs somewhat too large.  A candidate that
-    fills it fills only its own disk."""
+    its case holds, ``Task.held_bytes``, and a header), and one more file at its size cap
+    (``file_cap``) for the candidate's own files, its kernel cache and outputs somewhat too
+    large.  A candidate that fills it fills only its own disk."""
     total = file_cap(task, device)
     for (kind, index), count in runs.items():
         case = (task.cases if kind in ("cases", "refill") else task.bench)[index]
-        total += count * int(task.bytes_moved(case)) + (1 << 20)
+        total += count * task.held_bytes(case) + (1 << 20)
     return total
 
 

@@ -274,7 +274,7 @@ class Child:
         kind, index = key
         name, digest, _ = announced
         case = (self.task.cases if kind in ("cases", "refill") else self.task.bench)[index]
-        cap = outputs.case_bytes_cap(runs * int(self.task.bytes_moved(case)))
+        cap = outputs.case_bytes_cap(runs * self.task.held_bytes(case))
         try:
             if name != outputs.file_name(kind, index):
                 raise outputs.OutputError(f"{name}: not the file kbx names {kind} {index}")

@@ -7,6 +7,7 @@ both rebuild the same inputs from the same seed without sharing any state.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -150,3 +151,11 @@ class Task:
 
     def entry_names(self) -> tuple[str, ...]:
         return (self.entry, *self.aliases)
+
+    def held_bytes(self, case: Case) -> int:
+        """An upper estimate of the bytes one call's tensors take, for output caps and memory
+        budgets: what it moves (``bytes_moved``, which is a lower bound of its traffic) plus its
+        shape's bytes for the output and for each input it writes in place (an in-place kernel
+        may move a few rows of a whole tensor that is still output: ``Index/index_fill_``)."""
+        shape = math.prod(case.shape) * case.dtype.itemsize
+        return int(self.bytes_moved(case)) + shape * (1 + len(self.inplace))
