@@ -100,9 +100,12 @@ def env_for(device: str) -> dict[str, str]:
 
 def records(run_dir: Path) -> list[dict[str, Any]]:
     """A run folder's records, also of a run a time limit cut off (read from its store)."""
-    from kbx.commands.report import load_records
+    from kbx.commands.report import NoResults, load_records
 
-    return list(load_records(run_dir))
+    try:
+        return list(load_records(run_dir))
+    except NoResults:  # the run finished no candidate: its figures say so
+        return []
 
 
 def gpu_memory_sampler(device: str) -> tuple[threading.Event, list[int]]:
@@ -155,6 +158,8 @@ def reference(name: str, device: str, limit_s: float, work: Path, out: Path) -> 
         "tuning": tuning.strip() or "defaults",
         "gpu_memory_used_max_mib": max(memory) if memory else None,
     }
+    if run.cut or rejected or run.code:  # what the terminal said last, for the figure's reader
+        figures["console_tail"] = run.log.read_text(errors="replace")[-4000:]
     shown = " ".join(c if " " not in c else repr(c) for c in cmd[1:])
     slug = evidence.slug(device)
     with (out / f"{name}-{slug}.jsonl").open("w") as f:
