@@ -4,6 +4,7 @@ the CPU) and prints one summary line; the results table is made again from the f
 
     python benchmarks/gpu.py reference corpora:300 validate --out $OUT --budget 570
     python benchmarks/gpu.py --table            # benchmarks/results/README.md from the files
+    python benchmarks/gpu.py reference:1800 --device cpu --busy 2   # beside two busy loops
 
 ``STEP:SECONDS`` sets a step's limit (each within 10 minutes); a step is skipped when the
 budget left is under a minute. Steps and files:
@@ -53,6 +54,7 @@ NEIGHBOURS = (
 ).split()
 LIMITS = {"reference": 570, "corpora": 330, "faults": 200, "validate": 240, "throughput": 570}
 LIMITS |= {"serve": 280, "clients": 300}
+BUSY = 0  # busy loops the steps run beside (``--busy``)
 THROUGHPUT = {  # benchmarks/throughput.py's sets and options, by step
     "throughput": ["fresh", "cached"],
     "throughput-rl": ["rl"],
@@ -155,7 +157,8 @@ def reference(name: str, device: str, limit_s: float, work: Path, out: Path) -> 
         "cut": run.cut,
         "exit": run.code,
         "tracebacks_on_terminal": run.tracebacks,
-        "tuning": tuning.strip() or "defaults",
+        "tuning": (tuning.strip() or "defaults")
+        + (f", beside {BUSY} busy loops (benchmarks/gpu.py --busy {BUSY})" if BUSY else ""),
         "gpu_memory_used_max_mib": max(memory) if memory else None,
     }
     if run.cut or rejected or run.code:  # what the terminal said last, for the figure's reader
@@ -363,6 +366,9 @@ def main() -> int:
     p.add_argument(
         "--smoke", action="store_true", help="first a few tasks apart; stop if any fails"
     )
+    p.add_argument(
+        "--busy", type=int, default=0, help="run the steps beside this many busy loops (a CPU each)"
+    )
     args = p.parse_args()
     if args.table:
         evidence.refresh_table()
@@ -374,6 +380,24 @@ def main() -> int:
     if args.smoke and (problem := smoke(device, work)):
         print(f"smoke: {problem}; no step run", flush=True)
         return 3
+    global BUSY
+    BUSY = args.busy
+    loops = [
+        subprocess.Popen([PY, "-c", "while True: pass"], start_new_session=True)
+        for _ in range(args.busy)
+    ]
+    try:
+        steps(args, device, began, work)
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+    if args.out.resolve() == evidence.RESULTS.resolve():
+        evidence.refresh_table()
+    return 0
+
+
+def steps(args: argparse.Namespace, device: str, began: float, work: Path) -> None:
     for step in args.steps:
         name, _, seconds = step.partition(":")
         left = args.budget - (time.monotonic() - began)
@@ -382,9 +406,6 @@ def main() -> int:
             print(f"{name}: skipped, {left:.0f} s left", flush=True)
             continue
         print(f"{name}: {run_step(name, device, limit, work, args.out)}", flush=True)
-    if args.out.resolve() == evidence.RESULTS.resolve():
-        evidence.refresh_table()
-    return 0
 
 
 if __name__ == "__main__":
