@@ -55,7 +55,7 @@ def test_what_the_judge_needs_is_computed_once_and_leftovers_are_dropped(monkeyp
 
 def test_benchmark_cases_are_computed_ahead_only_within_the_byte_budget(monkeypatch):
     task = find("LinearAlgebra/det")
-    sizes = [int(task.bytes_moved(c)) for c in task.bench]
+    sizes = [task.held_bytes(c) for c in task.bench]
     release = threading.Event()
 
     def compute(task, kind, index, place=CPU):

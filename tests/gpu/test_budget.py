@@ -44,12 +44,22 @@ def fake_task(bench_mb: list[int], cases_mb: list[int] = (1,), name: str = "Fake
 def test_estimates_follow_the_declared_case_sizes():
     task = fake_task([100, 300], cases_mb=[1, 2])
     slack = footprint.ALLOCATOR_SLACK
+    # a case holds what it moves and its shape's bytes (the output): ``Task.held_bytes``
+    assert task.held_bytes(task.bench[1]) == 300 * MB + 300 * 4
+
+    def mb(n: float) -> float:  # n MiB moved and n float32 elements of shape, as held
+        return n * MB + n * 4
+
     # every input built up front (the timed run's refills too), then the largest case's calls
-    assert footprint.child_bytes(task, timed=True) == int((2 * 3 + 2 * 400 + 3 * 300) * MB * slack)
-    assert footprint.child_bytes(task, timed=False) == int((2 * 3 + 400 + 2 * 300) * MB * slack)
-    assert footprint.check_bytes(task) == int(3 * 300 * MB * slack)
-    assert footprint.baseline_bytes(task) == int(4 * 300 * MB * slack)
-    assert footprint.ahead_bytes(task, task.bench[0]) == int(2 * 100 * MB * slack)
+    assert footprint.child_bytes(task, timed=True) == int(
+        (2 * mb(3) + 2 * mb(400) + 3 * mb(300)) * slack
+    )
+    assert footprint.child_bytes(task, timed=False) == int(
+        (2 * mb(3) + mb(400) + 2 * mb(300)) * slack
+    )
+    assert footprint.check_bytes(task) == int(3 * mb(300) * slack)
+    assert footprint.baseline_bytes(task) == int(4 * mb(300) * slack)
+    assert footprint.ahead_bytes(task, task.bench[0]) == int(2 * mb(100) * slack)
     context = 500 * MB
     job = footprint.job_bytes(task, True, context)
     assert job == int(context * footprint.CONTEXT_GROWTH) + footprint.child_bytes(task, True)
