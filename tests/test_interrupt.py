@@ -51,6 +51,12 @@ def stored(out: Path) -> int:
         return 0
 
 
+def default_sigint() -> None:
+    """SIGINT's default in the run: a shell that started the tests in the background (``&``)
+    leaves it ignored, which every process inherits, and Python then keeps it ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(source: Path, out: Path, log: Path) -> subprocess.Popen[bytes]:
     cmd = [str(Path(sys.executable).parent / "kbx"), "eval", str(source), "--device", "cpu"]
     cmd += ["--out", str(out), "--config", str(JOBS2), "--timeout-s", str(TIMEOUT_S)]
@@ -62,6 +68,7 @@ def start(source: Path, out: Path, log: Path) -> subprocess.Popen[bytes]:
             stdout=sink,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=default_sigint,
         )
 
 

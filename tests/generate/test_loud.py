@@ -138,6 +138,7 @@ def test_ctrl_c_of_kbx_run_geak_ends_within_seconds_and_resumes(
     exit 130 within STOP_S, one hint line, no process left; the same command then finishes
     without asking the model again for what it had answered."""
     from tests.test_exploits import leftovers, processes, subreaper
+    from tests.test_interrupt import default_sigint
 
     server.respond = lambda body: fenced(reference("Math/abs"))
     config = tmp_path / "kbx.toml"
@@ -152,7 +153,7 @@ def test_ctrl_c_of_kbx_run_geak_ends_within_seconds_and_resumes(
         with open(log, "wb") as sink:
             proc = subprocess.Popen(
                 cmd, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True,
+                stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=default_sigint,
             )  # fmt: skip
         trace = out / "trace.jsonl"
         deadline = time.monotonic() + 120

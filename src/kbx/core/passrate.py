@@ -10,6 +10,7 @@ counted apart, by verdict.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -61,10 +62,13 @@ def level(record: Mapping[str, Any], key: str) -> int:
     hold anything); 0 where neither is a whole number."""
     meta = record.get("meta")
     value = record.get(key) or (meta.get(key) if isinstance(meta, Mapping) else None) or 0
-    try:
+    if isinstance(value, int):
         return int(value)
-    except (TypeError, ValueError):
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
         return 0
+    return int(number) if math.isfinite(number) and number.is_integer() else 0
 
 
 def final(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

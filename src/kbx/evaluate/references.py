@@ -8,6 +8,7 @@ or ahead of it within a byte budget.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -223,14 +224,19 @@ def preload() -> None:
         mode.from_tensor(torch.ones(2)).add(1)
 
 
+SEEDED = threading.Lock()  # a random task's seed and draws, one thread at a time
+
+
 def run_reference(
     task: Task, inputs: Inputs, seed: int, device: str, keep_device: bool = False
 ) -> Any:
     """The reference's outputs on the CPU, or (benchmark sizes, compared on the GPU anyway) left
-    where they were computed."""
+    where they were computed.  A random task's reference draws from torch's one global generator,
+    which it seeds: one at a time (``SEEDED``), or another thread's seed lands between the seed
+    and the draw (``kbx validate`` once found Random/rand's output unchanged by its seed)."""
     args, kwargs = fresh_arguments(inputs)
-    torch.manual_seed(seed)
-    with torch.no_grad():
+    with SEEDED if task.random else contextlib.nullcontext(), torch.no_grad():
+        torch.manual_seed(seed)
         out = task.reference(*args, **kwargs)
     if task.inplace:
         out = (out, tuple(args[i] for i in task.inplace))
