@@ -75,9 +75,20 @@ def test_outputs_are_opened_without_following_links_and_checked_on_the_descripto
         read_case(folder.path / "cases-2.safetensors", 1 << 20, None, folder.fd)
 
 
-def test_a_private_folder_is_a_capped_filesystem_of_its_own_seen_nowhere_on_the_host(folder):
-    if not folder.private:
-        pytest.skip("the plain folder is the host's")
+@pytest.fixture
+def private_folder():
+    if not ROOT or tmpfs(1 << 20) < 0:
+        pytest.skip("a filesystem of its own needs root and Linux's mount API")
+    made = Folder("/tmp", 64 << 20, True)
+    yield made
+    made.close()
+
+
+def test_a_private_folder_is_a_capped_filesystem_of_its_own_seen_nowhere_on_the_host(
+    private_folder,
+):
+    folder = private_folder
+    assert folder.private
     inside = child_side(folder)
     with open(f"{inside}/fill.bin", "wb") as f, pytest.raises(OSError, match="No space"):
         for _ in range(128):
