@@ -129,13 +129,9 @@ def spares_room(card: Card) -> int:
     return max(1, card.budget // (SPARE_SHARE * max(1, card.context)))
 
 
-def case_bytes(task: Task, case: Case) -> int:
-    return task.held_bytes(case)
-
-
 def largest(task: Task) -> int:
     """The bytes of the task's largest benchmark case (its correctness cases where it has none)."""
-    return max((case_bytes(task, c) for c in task.bench or task.cases), default=0)
+    return max((task.held_bytes(c) for c in task.bench or task.cases), default=0)
 
 
 def child_bytes(task: Task, timed: bool) -> int:
@@ -143,8 +139,8 @@ def child_bytes(task: Task, timed: bool) -> int:
     correctness case and its refill, each benchmark case and, timed, its refill too), and the
     largest case's calls: a copy of its inputs and its output, or timed two input sets
     (``benchtime.input_sets``) and the probe's."""
-    built = 2 * sum(case_bytes(task, c) for c in task.cases)
-    built += (2 if timed else 1) * sum(case_bytes(task, c) for c in task.bench)
+    built = 2 * sum(task.held_bytes(c) for c in task.cases)
+    built += (2 if timed else 1) * sum(task.held_bytes(c) for c in task.bench)
     calls = (3 if timed else 2) * largest(task)
     return int((built + calls) * ALLOCATOR_SLACK)
 
@@ -163,7 +159,7 @@ def baseline_bytes(task: Task) -> int:
 
 def ahead_bytes(task: Task, case: Case) -> int:
     """A benchmark case's reference computed ahead: its inputs and the output, kept on the GPU."""
-    return int(2 * case_bytes(task, case) * ALLOCATOR_SLACK)
+    return int(2 * task.held_bytes(case) * ALLOCATOR_SLACK)
 
 
 def job_bytes(task: Task, timed: bool, context: int) -> int:

@@ -237,13 +237,20 @@ def flush(ctx: SimpleNamespace, kind: str, index: int) -> None:
 def evidence(ctx: SimpleNamespace, host: int) -> dict[str, int]:
     """The session's operations (it ends), with the outputs found in host memory (``host``)
     and the DLPack hand-overs counted since the last; its wall time is the ``evidence`` part."""
-    began = _monotonic()
-    calls = ctx.recorder.stop()
-    ctx.spent["evidence"] += _monotonic() - began
+    calls = evidence_work(ctx, ctx.recorder.stop)
     host += ctx.transfers.pop("host", 0)
     if host:
         calls[opcheck.HOST_MEMORY] = host
     return calls
+
+
+def evidence_work(ctx: SimpleNamespace, work: Any) -> Any:
+    """``work()`` (the recorder's), its wall time added to the ``evidence`` part."""
+    began = _monotonic()
+    try:
+        return work()
+    finally:
+        ctx.spent["evidence"] += _monotonic() - began
 
 
 def harnessed(ctx: SimpleNamespace, work: Any, *args: Any) -> Any:
@@ -280,15 +287,11 @@ def end_case(
     if problems := ctx.snapshot.full():
         ctx.send("ops", kind=kind, index=index, calls=top_ops(calls))
         raise opcheck.Tampered("left behind in its calls: " + "; ".join(problems))
-    began = _monotonic()
-    calls.update(ctx.recorder.gpu_calls())
-    ctx.spent["evidence"] += _monotonic() - began
+    calls.update(evidence_work(ctx, ctx.recorder.gpu_calls))
     ctx.send("ops", kind=kind, index=index, calls=top_ops(calls))
     write(ctx, pending)
     if not last:
-        began = _monotonic()
-        ctx.recorder.start()
-        ctx.spent["evidence"] += _monotonic() - began
+        evidence_work(ctx, ctx.recorder.start)
 
 
 def write(ctx: SimpleNamespace, pending: list[Any]) -> None:
