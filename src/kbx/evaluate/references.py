@@ -233,7 +233,7 @@ def run_reference(
     """The reference's outputs on the CPU, or (benchmark sizes, compared on the GPU anyway) left
     where they were computed.  A random task's reference draws from torch's one global generator,
     which it seeds: one at a time (``SEEDED``), or another thread's seed lands between the seed
-    and the draw (``kbx validate`` once found Random/rand's output unchanged by its seed)."""
+    and the draw."""
     args, kwargs = fresh_arguments(inputs)
     with SEEDED if task.random else contextlib.nullcontext(), torch.no_grad():
         torch.manual_seed(seed)
