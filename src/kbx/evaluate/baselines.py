@@ -18,6 +18,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
@@ -179,13 +180,16 @@ class Baselines:
     runs), else measured in a worker; the GPU's measured peaks, kept next to the cache.  Its
     prefetch threads start at the first ``prefetch`` and end with ``close``.  ``worker_cpu_s``:
     the CPU seconds its workers reported spending (where a cold run's cores went,
-    benchmarks/harness_throughput.py)."""
+    benchmarks/harness_throughput.py); ``waited`` and ``spent``: each task's wait for room on
+    the GPU and its measurement's wall and CPU seconds (the baselines stage's log)."""
 
     def __init__(self, path: Path | None = None, workers: int = PREFETCH_WORKERS) -> None:
         self.cache = BaselineCache(path) if path else None
         self.folder = path.parent if path else None  # where the peaks are kept (``load_peaks``)
         self.workers = workers
         self.worker_cpu_s = 0.0
+        self.waited: dict[str, float] = {}  # task -> seconds its last measurement waited for room
+        self.spent: dict[str, tuple[float, float]] = {}  # task -> (wall s, worker CPU s)
         self.memory: dict[str, float | None] = {}  # baseline_key -> ms
         self.task_locks: dict[str, threading.Lock] = {}  # one measurement per task at a time
         self.lock = threading.Lock()
@@ -202,7 +206,9 @@ class Baselines:
         it waits for room, which a job holding its own reservation could then wait for."""
         with self.lock:
             task_lock = self.task_locks.setdefault(task.id, threading.Lock())
+        asked = time.monotonic()
         with room_for(task, place, wait) as grant, task_lock:
+            self.waited[task.id] = time.monotonic() - asked
             keys = {(i, k): baseline_key(task, i, k) for i in range(len(task.bench)) for k in kinds}
             got: Measured = {}
             for pair, key in keys.items():
@@ -211,9 +217,11 @@ class Baselines:
                     got[pair] = self.memory[key] = ms
             missing = [pair for pair in keys if pair not in got]
             if missing:
+                began = time.monotonic()
                 measured, cpu_s = in_worker(task, missing, place, grant)
                 with self.lock:
                     self.worker_cpu_s += cpu_s
+                    self.spent[task.id] = (time.monotonic() - began, cpu_s)
                 for pair, ms in measured.items():
                     key = keys.get(pair) or baseline_key(task, *pair)  # or an interval's end
                     if self.cache:

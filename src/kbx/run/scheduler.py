@@ -232,14 +232,24 @@ class Scheduler:
         )
         slots = gpu_slots(self.gpus, per_gpu * len(self.gpus))
 
+        log = incidents.stream("baselines-stage")  # each task's seconds: where the stage went
+        began = time.monotonic()
+
         def measure(task: Task) -> str:
             gpu = slots.get()
             token = BOARD.begin(f"baselines of {task.id}", "measuring")
+            start = time.monotonic()
             try:
                 self.measure_baselines(store, task, gpu)
             finally:
                 BOARD.end(token)
                 slots.put(gpu)
+            if log is not None:
+                wall, cpu = store.spent.get(task.id, (0.0, 0.0))
+                line = f"{task.id} start {start - began:.1f} waited_for_room "
+                line += f"{store.waited.get(task.id, 0.0):.1f} measured {wall:.1f} cpu {cpu:.1f}"
+                log.write(line.encode() + b"\n")
+                log.flush()
             return task.id
 
         with ThreadPoolExecutor(per_gpu * len(self.gpus), thread_name_prefix="kbx-stage") as pool:
@@ -248,6 +258,9 @@ class Scheduler:
                 if on_baseline:
                     on_baseline(fut.result(), len(futures) - left)
         compile_pool.POOL.close()  # the stage's idle workers: their contexts back to the card
+        if log is not None:
+            log.write(f"stage {time.monotonic() - began:.1f} s, {len(tasks)} tasks\n".encode())
+            log.close()
 
     def measure_baselines(self, store: Baselines, task: Task, gpu: int | None) -> None:
         """One task's baselines on ``gpu``, waiting for room in its memory budget; a failure is
