@@ -66,6 +66,9 @@ class Tuning(BaseModel):
     baselines_first: bool = Field(True, description="measure missing baselines before candidates")
     compile_baseline: bool = Field(True, description="also time torch.compile of the reference")
     triton_cache: Path | None = Field(None, description="a Triton cache shared across runs")
+    compile_ahead: int | None = Field(
+        None, ge=0, description="GPU runs: compile stages ahead of GPU jobs at once (0: off)"
+    )
     profile: bool = Field(False, description="cross-check timings with the torch profiler")
     timing_rel_ci: float = Field(
         0.01, gt=0, le=0.5, description="a candidate's timing stops at this median CI half-width"

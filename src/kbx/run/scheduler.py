@@ -35,7 +35,8 @@ from kbx.evaluate.baselines import Baselines, open_baselines
 from kbx.evaluate.context import Context
 from kbx.gpu import compile_pool, cores, gpuops, gpuwait
 from kbx.gpu.placement import Placement
-from kbx.run import memory, servers
+from kbx.run import ahead, memory, servers
+from kbx.run.ahead import Ahead
 from kbx.run.memory import Cards, Memory
 from kbx.run.servers import Launched
 from kbx.sandbox import childenv, confine
@@ -98,6 +99,7 @@ class Scheduler:
         self.cores = cores.Reservation()
         self.pool: ThreadPoolExecutor | None = None
         self.memory: Memory | None = None
+        self.ahead: Ahead | None = None  # compile stages ahead of the GPU jobs (cuda)
 
     def place(self, gpu: int | None) -> Placement:
         """Where a job on ``gpu`` puts its GPU work: that GPU's lock, as its jobs' children and
@@ -141,6 +143,7 @@ class Scheduler:
         else:
             self.cores.adopt(reserved)
         torch.set_num_threads(self.check_threads())
+        self.ahead = ahead.start(self.cfg, self.jobs, self.gpus, self.servers)
         gpuops.begin_loading()
         threading.Thread(target=self.load, daemon=True, name="kbx-load").start()
         return self
@@ -181,12 +184,16 @@ class Scheduler:
         return replace(self.cfg, gpu=gpu, timing_core=self.cores.for_gpu(gpu))
 
     def evaluate(self, candidate: Candidate) -> Result:
-        """One candidate on the next free slot's GPU."""
+        """One candidate on the next free slot's GPU, once its compile stage, if one has begun,
+        is over (``kbx.run.ahead``)."""
+        figures = self.ahead.claim(candidate) if self.ahead is not None else {}
         gpu = self.slots.get()
         try:
-            return pipeline.evaluate(candidate, self.job(gpu), self.ctx)
+            result = pipeline.evaluate(candidate, self.job(gpu), self.ctx)
         finally:
             self.slots.put(gpu)
+        result.stage_s.update(figures)
+        return result
 
     def running(self) -> list[Activity]:
         """This process's candidates in flight and baselines being measured, and where each is
@@ -202,10 +209,15 @@ class Scheduler:
             raise RuntimeError("Scheduler.submit before start")
         if self.cfg.timed and self.cfg.tuning.baselines_first:
             candidates = list(candidates)
+            if self.ahead is not None:  # compiled on the CPU while the baselines are measured
+                for cand in candidates:
+                    self.ahead.offer(cand)
             self.baselines([c.task_id for c in candidates], on_baseline)
             trace.mark("parent: baselines stage over")
         pending: dict[Future[Result], Candidate] = {}
         for cand in candidates:
+            if self.ahead is not None:
+                self.ahead.offer(cand)
             pending[self.pool.submit(self.evaluate, cand)] = cand
             if len(pending) >= 2 * self.jobs:
                 yield from drain(pending)
@@ -280,6 +292,9 @@ class Scheduler:
         its children out of memory.  ``cancel`` (Ctrl-C): queued candidates never start and the
         children in flight are killed, so that their threads end in a second, not when the
         slowest child reaches its time limit; their results are dropped."""
+        if self.ahead is not None:
+            self.ahead.close()
+            self.ahead = None
         if self.pool is not None:
             self.pool.shutdown(wait=not cancel, cancel_futures=cancel)
             if cancel:

@@ -87,6 +87,8 @@ def child_env(workdir: Path, cfg: ChildConfig) -> dict[str, str]:
     )
     if cfg.gpu is not None:  # the child sees only its GPU, as cuda:0
         env["CUDA_VISIBLE_DEVICES"] = visible_gpu(cfg.gpu)
+    if cfg.compile_for is not None:  # a compile stage's child sees no GPU at all
+        env["CUDA_VISIBLE_DEVICES"] = ""
     if cfg.connections:  # in the fork server's environment too: its spares' contexts
         env["CUDA_DEVICE_MAX_CONNECTIONS"] = str(cfg.connections)
     return env
@@ -95,7 +97,7 @@ def child_env(workdir: Path, cfg: ChildConfig) -> dict[str, str]:
 def server_env(cfg: ChildConfig) -> dict[str, str]:
     """The fork server's environment: the children's, less what each child sets for itself
     (its folder, its GPU)."""
-    env = child_env(Path("."), cfg.model_copy(update={"gpu": None}))
+    env = child_env(Path("."), cfg.model_copy(update={"gpu": None, "compile_for": None}))
     return env
 
 

@@ -130,3 +130,14 @@ def store_root(store: Path | None) -> Path | None:
     except OSError:
         return None
     return store
+
+
+def stored_bytes(entry: Path | None) -> int:
+    """The bytes of kernels the store holds for one code on one task (0: none, or unreadable)."""
+    total = 0
+    if entry is None:
+        return 0
+    with contextlib.suppress(OSError):
+        for root, _, files in os.walk(entry):
+            total += sum(os.lstat(os.path.join(root, f)).st_size for f in files)
+    return total

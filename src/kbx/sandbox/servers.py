@@ -100,13 +100,16 @@ class ForkServer:
                     self.pids[msg["id"]] = msg["pid"]
                 self.changed.notify_all()
 
-    def spawn(self, job: str, cwd: str, env: dict[str, str], fds: list[int]) -> ForkedProcess:
+    def spawn(
+        self, job: str, cwd: str, env: dict[str, str], fds: list[int], plain: bool = False
+    ) -> ForkedProcess:
         """Fork a child that runs ``job`` in ``cwd`` with ``env`` and the progress pipe, stdout
-        and stderr given by ``fds`` (the caller keeps and closes its own copies)."""
+        and stderr given by ``fds`` (the caller keeps and closes its own copies); ``plain``: never
+        a spare, and no spare forked after it (a compile stage's child, which has no GPU)."""
         with self.send_lock:
             self.next_id += 1
             ident = self.next_id
-            request = {"id": ident, "job": job, "cwd": cwd, "env": env}
+            request = {"id": ident, "job": job, "cwd": cwd, "env": env, "plain": plain}
             socket.send_fds(self.sock, [json.dumps(request).encode()], fds)
         with self.changed:
             self.changed.wait_for(lambda: ident in self.pids or not self.alive, 60.0)

@@ -194,9 +194,9 @@ class Child:
             server = pool.server_for(self.cfg.device, server_env(self.cfg))
             if server is not None:
                 try:
-                    forked = server.spawn(
-                        "job.json", str(self.workdir), env, [msg_fd, out_fd, err_fd, *extra]
-                    )
+                    fds = [msg_fd, out_fd, err_fd, *extra]
+                    plain = self.cfg.compile_for is not None
+                    forked = server.spawn("job.json", str(self.workdir), env, fds, plain)
                     self.forked = True
                     return forked
                 except RuntimeError:

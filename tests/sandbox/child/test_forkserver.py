@@ -109,7 +109,7 @@ def test_a_forked_child_that_cannot_set_up_sends_the_candidate_to_a_fresh_interp
     from kbx.suite.verdict import Reject, Verdict
 
     class BrokenServer:
-        def spawn(self, job, cwd, env, fds):
+        def spawn(self, job, cwd, env, fds, plain=False):
             return subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
 
     pool = ForkServers()
@@ -152,7 +152,7 @@ def test_a_forked_child_whose_set_up_ran_out_of_gpu_memory_leaves_the_fork_serve
     )
 
     class FullServer:
-        def spawn(self, job, cwd, env, fds):
+        def spawn(self, job, cwd, env, fds, plain=False):
             spawned.append(time.monotonic())
             code = f"import sys; sys.stderr.write({oom!r}); raise SystemExit(70)"
             return subprocess.Popen([sys.executable, "-c", code], stderr=fds[2])
@@ -219,3 +219,31 @@ def test_a_server_that_cannot_be_launched_for_a_worker_leaves_it_fresh_interpret
     finally:
         pool.close()
     assert not pool.usable("cpu")
+
+
+def test_a_plain_request_is_never_a_spare_and_forks_none(monkeypatch):
+    """A compile stage's child (``plain``, no GPU) is forked for itself: it takes no spare made
+    for a GPU and makes the server fork none; any other request takes a spare and refills."""
+    from kbx.sandbox.child import forkserver
+
+    calls: list[str] = []
+
+    class Pool:
+        def take(self, visible, data, fds):
+            calls.append(f"take {visible}")
+            return 7
+
+        def fill(self, visible, mine):
+            calls.append(f"fill {visible}")
+
+        def sockets(self):
+            return []
+
+    monkeypatch.setattr(forkserver.os, "fork", lambda: calls.append("fork") or 99)
+    plain = {"id": 1, "env": {"CUDA_VISIBLE_DEVICES": ""}, "plain": True}
+    assert forkserver.start(plain, b"", [], Pool(), []) == 99
+    assert calls == ["fork"]
+    calls.clear()
+    job = {"id": 2, "env": {"CUDA_VISIBLE_DEVICES": "0"}}
+    assert forkserver.start(job, b"", [], Pool(), []) == 7
+    assert calls == ["take 0", "fill 0"]

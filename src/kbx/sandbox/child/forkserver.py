@@ -94,17 +94,33 @@ def serve(
             no_wake_ups()  # idle spares end as the sockets close: their exits wake nothing
             return 0
         request = parse(data)
-        visible = request["env"].get("CUDA_VISIBLE_DEVICES", "")
-        pid = pool.take(visible, data, fds)
-        if pid is None:  # no spare ready: fork one for this job
-            pid = os.fork()
-            if pid == 0:
-                fresh(request, fds, mine + pool.sockets())
-        for fd in fds:
-            os.close(fd)
+        pid = start(request, data, fds, pool, mine)
         children.add(pid)
         sock.send(json.dumps({"id": request["id"], "pid": pid}).encode())
+
+
+def start(
+    request: dict[str, Any],
+    data: bytes,
+    fds: list[int],
+    pool: spares.Spares,
+    mine: list[socket.socket],
+) -> int:
+    """The child of one request: a spare for its devices, else one forked for it; then the
+    spares filled again.  A ``plain`` request (a compile stage's child, which has no GPU) is
+    never given to a spare and makes none."""
+    visible = request["env"].get("CUDA_VISIBLE_DEVICES", "")
+    plain = bool(request.get("plain"))
+    pid = None if plain else pool.take(visible, data, fds)
+    if pid is None:  # no spare ready: fork one for this job
+        pid = os.fork()
+        if pid == 0:
+            fresh(request, fds, mine + pool.sockets())
+    for fd in fds:
+        os.close(fd)
+    if not plain:
         pool.fill(visible, mine)
+    return pid
 
 
 def preload(device: str) -> None:

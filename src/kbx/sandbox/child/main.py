@@ -106,6 +106,11 @@ def main(job_path: str, msg_fd: int | None = None, isolated: Sequence[str] | Non
     if task is None:
         send("harness_error", detail=f"task {job.task_id} not found in the child")
         return 0
+    if job.config.compile_for is not None:  # a compile stage: no GPU, no verdict
+        from kbx.sandbox.child import precompile
+
+        precompile.run(task, job.bench, job.config.compile_for)
+        return 0
     gpulock.ON_WAIT.append(lambda waiting: unsigned("wait" if waiting else "go"))
     parts, plan = set_up(task, job, confined)
     parts["confine"] = round(confined - began, 3)

@@ -33,6 +33,9 @@ class ChildConfig(BaseModel):
     triton_cache: Path | None = None  # the Triton cache folder shared by the run's children
     timing_rel_ci: float = 0.01  # a benchmark case's repetitions stop at this CI half-width ...
     timing_budget_ms: float = 500.0  # ... or after this much wall time (``clock.measure``)
+    # a compile stage's child (``kbx.sandbox.precompile``): the CUDA capability (90: sm_90) it
+    # compiles the candidate's kernels for, with no GPU; None: a candidate's job
+    compile_for: int | None = None
 
     @property
     def place(self) -> Placement:
