@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import queue
 import signal
 import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,18 +30,17 @@ from kbx.core.candidate import Candidate
 from kbx.core.config import EvalConfig
 from kbx.core.result import Result
 from kbx.evaluate import pipeline, references
-from kbx.evaluate.baselines import Baselines, open_baselines
 from kbx.evaluate.context import Context
-from kbx.gpu import compile_pool, cores, gpuops, gpuwait
+from kbx.gpu import cores, gpuops, gpuwait
 from kbx.gpu.placement import Placement
-from kbx.run import ahead, memory, servers
+from kbx.run import ahead, memory, servers, stage
 from kbx.run.ahead import Ahead
 from kbx.run.memory import Cards, Memory
 from kbx.run.servers import Launched
+from kbx.run.slots import gpu_slots, slot_gpus
+from kbx.run.stage import OnBaseline
 from kbx.sandbox import childenv, confine
 from kbx.sandbox.servers import ForkServers
-from kbx.suite import find
-from kbx.suite.task import Task
 
 CHECK_SHARE = 4  # the parent's torch threads: the cores over this (``check_threads``)
 # How long a thread holds the GIL while others wait for it (``sys.setswitchinterval``; CPython's
@@ -52,27 +50,11 @@ SWITCH_S = 0.0005
 
 CANCEL_S = 5.0  # ``close(cancel=True)``: the most it waits for the job threads to end
 
-OnBaseline = Callable[[str, int], None]  # a task's baselines measured; how many tasks are left
-
 
 def default_jobs(device: str, gpus: int = 1) -> int:
     """Children in flight: the cores on the CPU; per GPU enough to hide start-up and compile."""
     count = os.cpu_count() or 1
     return count if device == "cpu" else max(2, min(8, count // 2)) * gpus
-
-
-def slot_gpus(gpus: Sequence[int | None], count: int) -> list[int | None]:
-    """The GPU of each of ``count`` job slots: ``gpus`` in turn."""
-    return [gpus[i % len(gpus)] for i in range(count)]
-
-
-def gpu_slots(gpus: Sequence[int | None], count: int) -> queue.Queue[int | None]:
-    """``count`` slots, each naming one of ``gpus`` in turn: a job takes one, runs on that GPU and
-    gives it back."""
-    slots: queue.Queue[int | None] = queue.Queue()
-    for gpu in slot_gpus(gpus, count):
-        slots.put(gpu)
-    return slots
 
 
 def first_spares(slots: Sequence[int | None], spares: int) -> list[int | None]:
@@ -225,66 +207,8 @@ class Scheduler:
             yield from drain(pending)
 
     def baselines(self, task_ids: list[str], on_baseline: OnBaseline | None = None) -> None:
-        """Measure every baseline these tasks lack (the cache's are kept) before any candidate
-        runs, a task per core (or ``baseline_workers`` per GPU) spread over the GPUs: the stage
-        has the cores and the GPU lock to itself (docs/design/throughput.md, Baselines).
-        ``on_baseline`` is told ``("", n)`` as the stage begins (n tasks to measure), then each
-        task as it is done with how many are left.  A task whose baselines fail here is told in
-        one line (``incidents``) and left to its job, which measures them again and reports the
-        error."""
-        store = open_baselines(self.cfg.baseline_cache)
-        found = (find(i) for i in dict.fromkeys(task_ids))
-        tasks = [t for t in found if t is not None and store.missing(t, self.cfg.kinds)]
-        if not tasks:
-            return
-        if on_baseline:
-            on_baseline("", len(tasks))
-        per_gpu = self.cfg.tuning.baseline_workers or max(
-            1, len(os.sched_getaffinity(0)) // len(self.gpus)
-        )
-        slots = gpu_slots(self.gpus, per_gpu * len(self.gpus))
-
-        log = incidents.stream("baselines-stage")  # each task's seconds: where the stage went
-        began = time.monotonic()
-
-        def measure(task: Task) -> str:
-            gpu = slots.get()
-            token = BOARD.begin(f"baselines of {task.id}", "measuring")
-            start = time.monotonic()
-            try:
-                self.measure_baselines(store, task, gpu)
-            finally:
-                BOARD.end(token)
-                slots.put(gpu)
-            if log is not None:
-                wall, cpu = store.spent.get(task.id, (0.0, 0.0))
-                line = f"{task.id} start {start - began:.1f} waited_for_room "
-                line += f"{store.waited.get(task.id, 0.0):.1f} measured {wall:.1f} cpu {cpu:.1f}"
-                log.write(line.encode() + b"\n")
-                log.flush()
-            return task.id
-
-        with ThreadPoolExecutor(per_gpu * len(self.gpus), thread_name_prefix="kbx-stage") as pool:
-            futures = [pool.submit(measure, t) for t in tasks]
-            for left, fut in enumerate(as_completed(futures), start=1):
-                if on_baseline:
-                    on_baseline(fut.result(), len(futures) - left)
-        compile_pool.POOL.close()  # the stage's idle workers: their contexts back to the card
-        if log is not None:
-            log.write(f"stage {time.monotonic() - began:.1f} s, {len(tasks)} tasks\n".encode())
-            log.close()
-
-    def measure_baselines(self, store: Baselines, task: Task, gpu: int | None) -> None:
-        """One task's baselines on ``gpu``, waiting for room in its memory budget; a failure is
-        one line on the terminal, its trace in the run folder."""
-        try:
-            store.fetch(task, self.cfg.kinds, self.place(gpu))
-        except Exception as exc:  # noqa: BLE001 - the task's job measures them again
-            incidents.report(
-                f"baselines of {task.id} (measured again with its candidate)",
-                exc,
-                f"baselines-{task.id}",
-            )
+        """Measure every baseline these tasks lack before any candidate runs (``kbx.run.stage``)."""
+        stage.measure(self.cfg, self.gpus, self.place, task_ids, on_baseline)
 
     def close(self, cancel: bool = False) -> None:
         """End the job threads and the fork servers, and hand the cached GPU memory back: the

@@ -1,0 +1,101 @@
+"""The baselines stage: every baseline a run's tasks lack, measured before any candidate runs.
+
+A task per core (or ``Tuning.baseline_workers`` per GPU), spread over the GPUs: the stage has
+the cores and the GPU lock to itself (docs/design/throughput.md, Baselines).  Each task's wait
+for room on the GPU, wall and worker CPU seconds go to ``logs/baselines-stage-*.log`` in the run
+folder, the stage's whole time on its last line.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import IO
+
+from kbx.core import incidents
+from kbx.core.activity import BOARD
+from kbx.core.config import EvalConfig
+from kbx.evaluate.baselines import Baselines, open_baselines
+from kbx.gpu import compile_pool
+from kbx.gpu.placement import Placement
+from kbx.run.slots import gpu_slots
+from kbx.suite import find
+from kbx.suite.task import Task
+
+OnBaseline = Callable[[str, int], None]  # a task's baselines measured; how many tasks are left
+
+
+def measure(
+    cfg: EvalConfig,
+    gpus: Sequence[int | None],
+    place: Callable[[int | None], Placement],
+    task_ids: list[str],
+    on_baseline: OnBaseline | None = None,
+) -> None:
+    """Measure the baselines these tasks lack (the cache's are kept) on ``gpus``, each GPU's
+    work where ``place`` puts it.  ``on_baseline`` is told ``("", n)`` as the stage begins (n
+    tasks to measure), then each task as it is done with how many are left.  A task whose
+    baselines fail here is told in one line (``incidents``) and left to its job, which measures
+    them again and reports the error."""
+    store = open_baselines(cfg.baseline_cache)
+    found = (find(i) for i in dict.fromkeys(task_ids))
+    tasks = [t for t in found if t is not None and store.missing(t, cfg.kinds)]
+    if not tasks:
+        return
+    if on_baseline:
+        on_baseline("", len(tasks))
+    per_gpu = cfg.tuning.baseline_workers or max(1, len(os.sched_getaffinity(0)) // len(gpus))
+    slots = gpu_slots(gpus, per_gpu * len(gpus))
+    log = incidents.stream("baselines-stage")
+    began = time.monotonic()
+
+    def one(task: Task) -> str:
+        gpu = slots.get()
+        token = BOARD.begin(f"baselines of {task.id}", "measuring")
+        start = time.monotonic()
+        try:
+            fetch(store, cfg, task, place(gpu))
+        finally:
+            BOARD.end(token)
+            slots.put(gpu)
+        write(log, line(store, task, start - began))
+        return task.id
+
+    with ThreadPoolExecutor(per_gpu * len(gpus), thread_name_prefix="kbx-stage") as pool:
+        futures = [pool.submit(one, t) for t in tasks]
+        for left, fut in enumerate(as_completed(futures), start=1):
+            if on_baseline:
+                on_baseline(fut.result(), len(futures) - left)
+    compile_pool.POOL.close()  # the stage's idle workers: their contexts back to the card
+    write(log, f"stage {time.monotonic() - began:.1f} s, {len(tasks)} tasks")
+    if log is not None:
+        log.close()
+
+
+def fetch(store: Baselines, cfg: EvalConfig, task: Task, place: Placement) -> None:
+    """One task's baselines where ``place`` puts them, waiting for room in its GPU's memory
+    budget; a failure is one line on the terminal, its trace in the run folder."""
+    try:
+        store.fetch(task, cfg.kinds, place)
+    except Exception as exc:  # noqa: BLE001 - the task's job measures them again
+        incidents.report(
+            f"baselines of {task.id} (measured again with its candidate)",
+            exc,
+            f"baselines-{task.id}",
+        )
+
+
+def line(store: Baselines, task: Task, start_s: float) -> str:
+    """A task's line in the stage's log."""
+    wall, cpu = store.spent.get(task.id, (0.0, 0.0))
+    waited = store.waited.get(task.id, 0.0)
+    times = f"waited_for_room {waited:.1f} measured {wall:.1f} cpu {cpu:.1f}"
+    return f"{task.id} start {start_s:.1f} {times}"
+
+
+def write(log: IO[bytes] | None, text: str) -> None:
+    if log is not None:
+        log.write(text.encode() + b"\n")
+        log.flush()
