@@ -81,6 +81,8 @@ STAGES: list[tuple[str, Any]] = [
     ("reference outputs", "check_reference"),
     ("check: lock waits", "check_wait"),
     ("baselines", "baselines"),
+    ("compile stage ahead (kbx.run.ahead)", "ahead"),
+    ("job's wait for its compile stage", "ahead_wait"),
     ("job (total)", "duration_s"),
     ("child CPU", "child_cpu"),
 ]
