@@ -27,6 +27,21 @@ def verdict(task, runs, index=0):
     return Verdict.PASSED, ""
 
 
+def test_a_random_stream_that_ignores_the_seed_but_in_a_few_elements_is_a_mismatch():
+    """A random task's third run (another torch seed) must change at least ``MIN_SEED_CHANGE``
+    of the elements: one element keyed by the seed and the rest a fixed stream is the same
+    output whatever the seed (tests/exploits/seed_tweak_stream); a fresh stream passes."""
+    task = find("Random/rand")
+    shape = task.cases[0].shape
+    fixed = torch.rand(shape, generator=torch.Generator().manual_seed(3))
+    tweaked = fixed.clone()
+    tweaked.view(-1)[0] = 0.5 if float(fixed.view(-1)[0]) != 0.5 else 0.25
+    got, detail = verdict(task, [fixed, fixed.clone(), tweaked])
+    assert got == Verdict.MISMATCH and "change with torch's seed" in detail, detail
+    fresh = torch.rand(shape, generator=torch.Generator().manual_seed(4))
+    assert verdict(task, [fixed, fixed.clone(), fresh]) == (Verdict.PASSED, "")
+
+
 def single_matrix_case(task):
     return next(i for i, c in enumerate(task.cases) if len(c.params.get("shape", (0, 0))) == 2)
 

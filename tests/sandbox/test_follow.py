@@ -27,10 +27,10 @@ def test_the_first_case_and_the_child_s_parts_are_kept_as_parts_of_the_run():
     follower.locked = True
     said(follower, "wait")  # a wait for the GPU lock inside the first case is part of it
     said(follower, "go")
-    said(follower, "output", kind="cases", index=0, file="cases-0.safetensors", sha256=SHA)
+    said(follower, "output", kind="cases", index=0, file="cases-0.safetensors", sha256=SHA, size=8)
     said(follower, "case", kind="cases", index=1)
     first = follower.got.spent["run_first"]
-    said(follower, "output", kind="cases", index=1, file="cases-1.safetensors", sha256=SHA)
+    said(follower, "output", kind="cases", index=1, file="cases-1.safetensors", sha256=SHA, size=8)
     parts = {"compile": 1.5, "evidence": 0.25, "other": 9.0}
     assert said(follower, "done", timings=[], parts=parts)
     spent = follower.got.spent

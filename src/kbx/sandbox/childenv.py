@@ -156,6 +156,28 @@ def process_cpu_s(pid: int) -> float | None:
     return (utime + stime + cutime + cstime) / os.sysconf("SC_CLK_TCK")
 
 
+def tree_pids(pid: int) -> list[int]:
+    """``pid`` and its live descendants (each process once: its threads' children too)."""
+    found, todo = [], [pid]
+    while todo:
+        here = todo.pop()
+        if here in found:
+            continue
+        try:
+            tasks = os.listdir(f"/proc/{here}/task")
+        except OSError:
+            continue
+        found.append(here)
+        for tid in tasks:
+            try:
+                todo += [
+                    int(c) for c in Path(f"/proc/{here}/task/{tid}/children").read_text().split()
+                ]
+            except (OSError, ValueError):
+                continue
+    return found
+
+
 def tree_cpu_s(pid: int) -> float:
     """CPU seconds of ``pid`` and every live descendant, each with the children it has reaped."""
     total, todo, seen = 0.0, [pid], set()

@@ -30,6 +30,7 @@ import tempfile
 from pathlib import Path
 
 from kbx.sandbox.wire.confinement import (
+    FOLDER_INODES,
     FSCONFIG,
     FSCONFIG_CMD_CREATE,
     FSCONFIG_SET_STRING,
@@ -170,14 +171,15 @@ def kind(mode: int) -> str:
     return "another file"
 
 
-def tmpfs(size: int) -> int:
-    """A new tmpfs of ``size`` bytes (its root 0700), mounted nowhere: its mount's descriptor,
-    or -1 where the machine does not allow one (not root, an old kernel)."""
+def tmpfs(size: int, inodes: int = FOLDER_INODES) -> int:
+    """A new tmpfs of ``size`` bytes and at most ``inodes`` files and folders (its root 0700),
+    mounted nowhere: its mount's descriptor, or -1 where the machine does not allow one (not
+    root, an old kernel)."""
     fs = int(_libc.syscall(FSOPEN, b"tmpfs", 1))  # FSOPEN_CLOEXEC
     if fs < 0:
         return -1
     try:
-        options = {"size": str(max(size, 1 << 20)), "mode": "0700"}
+        options = {"size": str(max(size, 1 << 20)), "nr_inodes": str(inodes), "mode": "0700"}
         for key, value in options.items():
             if _libc.syscall(FSCONFIG, fs, FSCONFIG_SET_STRING, key.encode(), value.encode(), 0):
                 return -1

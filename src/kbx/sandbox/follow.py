@@ -34,9 +34,9 @@ RUN_PARTS = ("compile", "evidence")
 
 @dataclass
 class Announced:
-    """What the child said it handed back: output files (name, hash, timed variant)."""
+    """What the child said it handed back: output files (name, hash, timed variant, bytes)."""
 
-    files: dict[Key, tuple[str, str, int | None]] = field(default_factory=dict)
+    files: dict[Key, tuple[str, str, int | None, int]] = field(default_factory=dict)
     ops: set[Key] = field(default_factory=set)
     timings: list[dict[str, Any]] = field(default_factory=list)
     unfinished: set[Key] = field(default_factory=set)  # benchmark cases cut off on the CPU
@@ -203,7 +203,7 @@ class Follower:
             )
         if key in self.got.files:
             raise Reject(Verdict.FORBIDDEN, f"handed back {msg.kind} {msg.index} twice")
-        self.got.files[key] = (msg.file, msg.sha256, getattr(msg, "variant", None))
+        self.got.files[key] = (msg.file, msg.sha256, getattr(msg, "variant", None), msg.size)
 
     def announce_ops(self, msg: Any) -> None:
         key = (msg.kind, msg.index)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import select
 import signal
 import subprocess
 import sys
@@ -30,6 +31,7 @@ from kbx.sandbox.childenv import (
     folder_bytes,
     server_env,
     tree_cpu_s,
+    tree_pids,
 )
 from kbx.sandbox.expect import Key
 from kbx.sandbox.folder import Folder
@@ -44,6 +46,7 @@ from kbx.suite.verdict import SHARED_DISK_FULL, START_FAILED, Reject, Verdict
 __all__ = ["ChildConfig", "ChildRun", "run_child"]
 
 MEMORY_WAIT_S = 2.0  # before a forked child whose set-up found the GPU full runs again
+GONE_S = 30.0  # for the child's processes to be gone (their files closed) after its kill
 
 
 @dataclass
@@ -269,17 +272,18 @@ class Child:
                 run.stage_s[f"setup_{name}"] = float(got.setup_parts[name])
         return run
 
-    def load(self, key: expect.Key, runs: int, announced: tuple[str, str, int | None]) -> Any:
-        """One expected output file, as announced (its name and the hash of its bytes)."""
+    def load(self, key: expect.Key, runs: int, announced: tuple[str, str, int | None, int]) -> Any:
+        """One expected output file, as announced (its name, the hash of its bytes and their
+        count)."""
         kind, index = key
-        name, digest, _ = announced
+        name, digest, _, size = announced
         case = (self.task.cases if kind in ("cases", "refill") else self.task.bench)[index]
         cap = outputs.case_bytes_cap(runs * self.task.held_bytes(case))
         try:
             if name != outputs.file_name(kind, index):
                 raise outputs.OutputError(f"{name}: not the file kbx names {kind} {index}")
             got = outputs.read_case(
-                self.workdir / name, cap, digest, self.folder.fd, self.folder.owner
+                self.workdir / name, cap, digest, self.folder.fd, self.folder.owner, size
             )
         except outputs.TooLarge as exc:  # kbx's child wrote what the candidate returned
             raise Reject(
@@ -324,6 +328,22 @@ class Child:
         )
 
     def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
+        """End the child and every process below it, and wait until each is gone: the
+        candidate's process (the namespace's pid 2, in a session of its own) ends as its pid 1
+        does, which may be after the child the parent waits for; until then it holds its
+        files (a lease on an output would make the parent's open of it fail:
+        ``tests/exploits/output_lease``)."""
+        held = []
+        for pid in tree_pids(self.proc.pid):
+            with contextlib.suppress(OSError):
+                held.append(os.pidfd_open(pid))
+        try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+            deadline = time.monotonic() + GONE_S
+            for fd in held:  # readable once its process has ended (its files closed)
+                select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        finally:
+            for fd in held:
+                os.close(fd)

@@ -18,7 +18,7 @@ from kbx.sandbox.wire.channel import (
     parse_line,
 )
 
-SHA = {"sha256": "0123456789abcdef" * 4}
+SHA = {"sha256": "0123456789abcdef" * 4, "size": 4096}
 OUTPUT = {"event": "output", "kind": "cases", "index": 0, "file": "cases-0.safetensors", **SHA}
 TIMING = {"median_ms": 1.5, "ci_low_ms": 1.4, "ci_high_ms": 1.6, "min_ms": 1.3, "reps": 40}
 FULL_TIMING = dict(TIMING, profiler_ms=1.2, phases_ms={"warm": 3.0}, fresh_ms=1.7, seen_ms=1.5)

@@ -14,6 +14,7 @@ from kbx.sandbox.wire import outtree
 from kbx.sandbox.wire.outputs import (
     TREE_KEY,
     OutputError,
+    TooLarge,
     case_bytes_cap,
     decode_case,
     encode_case,
@@ -254,6 +255,23 @@ def test_read_checks_the_announced_hash(tmp_path):
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     assert same(read_case(path, CAP, digest), [torch.ones(3)])
     expect(path, "its bytes are not those the child announced", sha256="0" * 64)
+
+
+def test_a_file_of_another_size_than_announced_is_not_kbxs_even_over_the_cap(tmp_path):
+    """A file the child put in place of kbx's, larger than the cap, is tampering (``OutputError``:
+    forbidden), not outputs too large (``TooLarge``: wrong_shape); kbx's own too-large file, of
+    the size announced, stays ``TooLarge`` (tests/exploits/output_sparse_swap)."""
+    path = tmp_path / write_case(tmp_path, "cases", 0, [torch.ones(3)])
+    digest, size = hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_size
+    assert same(read_case(path, CAP, digest, size=size), [torch.ones(3)])
+    with open(path, "r+b") as f:
+        f.truncate(CAP + 1)  # sparse: what a candidate's seek and one byte make
+    with pytest.raises(OutputError) as info:
+        read_case(path, CAP, digest, size=size)
+    assert not isinstance(info.value, TooLarge)
+    assert f"{CAP + 1} bytes, not the {size} the child announced" in str(info.value)
+    with pytest.raises(TooLarge):
+        read_case(path, CAP, digest, size=CAP + 1)
 
 
 # ---- files the child could forge ----

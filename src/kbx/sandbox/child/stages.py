@@ -139,8 +139,10 @@ def timed(ctx: SimpleNamespace, task: Any, job: Any, plan: Any, fn: Any) -> list
     timings, outs, variants = runner.time_bench(task, plan, fn, sender, cfg.profile, precision)
     for i, (runs, variant) in enumerate(zip(outs, variants, strict=True)):
         name = outputs.file_name("timed", i)
-        digest = outputs.save_case(Path(name), runs)
-        ctx.send("output", kind="timed", index=i, file=name, sha256=digest, variant=variant)
+        digest, size = outputs.saved(Path(name), runs)
+        ctx.send(
+            "output", kind="timed", index=i, file=name, sha256=digest, size=size, variant=variant
+        )
     return timings
 
 
@@ -295,12 +297,12 @@ def end_case(
 
 
 def write(ctx: SimpleNamespace, pending: list[Any]) -> None:
-    """Each case's outputs to its own file, announced with the hash of its bytes: a file the
-    candidate rewrites afterwards no longer matches."""
+    """Each case's outputs to its own file, announced with the hash of its bytes and their
+    count: a file the candidate rewrites or replaces afterwards no longer matches."""
     for kind, index, runs in pending:
         name = outputs.file_name(kind, index)
-        digest = outputs.save_case(Path(name), runs)
-        ctx.send("output", kind=kind, index=index, file=name, sha256=digest)
+        digest, size = outputs.saved(Path(name), runs)
+        ctx.send("output", kind=kind, index=index, file=name, sha256=digest, size=size)
 
 
 def top_ops(calls: dict[str, int], limit: int = 200) -> dict[str, int]:

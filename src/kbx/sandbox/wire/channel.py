@@ -93,6 +93,7 @@ class Output(_Model):
     index: Index
     file: Annotated[str, StringConstraints(pattern=FILE_PATTERN)]
     sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]  # of the file's bytes
+    size: Count  # the file's bytes: a file of another size in its place is not kbx's
     variant: Index | None = None  # which contents a timed output was made from (``benchtime``)
 
 

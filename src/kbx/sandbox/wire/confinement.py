@@ -17,6 +17,11 @@ PROBE_UID = UID_BASE - 1  # the probe's, just below them
 LIMITS = {"as": 16 << 30, "nproc": 512, "nofile": 1024, "fsize": 16 << 30, "cpu": 3600}
 MAX_FILE_BYTES = 16 << 30  # a fresh child's file size limit (the sandbox sets its own)
 SHM_BYTES = 64 << 20  # the size of each child's own /dev/shm (a tmpfs in its mount namespace)
+# Files each of a child's own filesystems may hold (tmpfs's nr_inodes): a tmpfs capped in bytes
+# alone holds any number of empty files, each about a KiB of kernel memory no cap counts
+# (tests/exploits/inode_fill); an honest child makes a few hundred (its kernel cache, outputs)
+FOLDER_INODES = 1 << 16
+SHM_INODES = 1 << 12
 # Linux's mount API (the same numbers on every architecture): the parent makes a child's folder a
 # tmpfs mounted nowhere on the host (``sandbox.folder``); the child attaches it (``layers``)
 MOVE_MOUNT, FSOPEN, FSCONFIG, FSMOUNT = 429, 430, 431, 432

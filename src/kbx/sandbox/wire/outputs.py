@@ -99,10 +99,15 @@ FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)  # a disk full, a file over the
 
 
 def save_case(path: Path, runs: list[Any]) -> str:
-    """Write ``runs`` to ``path``; the SHA-256 of the bytes written.  Outputs too large for the
-    child's folder or its file size limit (a candidate that returned far too much, or filled its
-    own folder) are written as placeholders saying so, one per run: the judge's ``wrong_shape``,
-    not a crash of kbx's writer."""
+    """Write ``runs`` to ``path``; the SHA-256 of the bytes written (``saved``)."""
+    return saved(path, runs)[0]
+
+
+def saved(path: Path, runs: list[Any]) -> tuple[str, int]:
+    """Write ``runs`` to ``path``; the SHA-256 of the bytes written and their count.  Outputs
+    too large for the child's folder or its file size limit (a candidate that returned far too
+    much, or filled its own folder) are written as placeholders saying so, one per run: the
+    judge's ``wrong_shape``, not a crash of kbx's writer."""
     pieces = case_pieces(runs)
     try:
         return write_pieces(path, pieces)
@@ -116,13 +121,15 @@ def save_case(path: Path, runs: list[Any]) -> str:
     return write_pieces(path, tensorfile.pieces({}, {TREE_KEY: tree}))
 
 
-def write_pieces(path: Path, pieces: list[bytes | memoryview]) -> str:
+def write_pieces(path: Path, pieces: list[bytes | memoryview]) -> tuple[str, int]:
     digest = hashlib.sha256()
+    size = 0
     with open(path, "wb") as f:
         for piece in pieces:
             f.write(piece)
             digest.update(piece)
-    return digest.hexdigest()
+            size += len(piece)
+    return digest.hexdigest(), size
 
 
 def write_case(folder: Path, kind: str, index: int, runs: list[Any]) -> str:
@@ -258,13 +265,16 @@ def read_case(
     sha256: str | None = None,
     dir_fd: int | None = None,
     owner: int | None = None,
+    size: int | None = None,
 ) -> list[Any]:
     """The runs saved in ``path`` (whose bytes must hash to ``sha256``, when given), as CPU
     tensors, tuples, lists and scalars; ``OutputError``, its message naming the file, for
     anything but what ``encode_case`` could have made.  ``dir_fd``: the folder's descriptor,
-    which ``path``'s name is opened in; ``owner``: the uid the file must belong to."""
+    which ``path``'s name is opened in; ``owner``: the uid the file must belong to; ``size``:
+    the bytes the child announced it wrote (a file of another size is not kbx's, checked before
+    the cap: a file of the child's own over it is tampering, not outputs too large)."""
     try:
-        data = read_bytes(path, max_bytes, dir_fd, owner)
+        data = read_bytes(path, max_bytes, dir_fd, owner, size)
         if sha256 is not None and hashlib.sha256(tensorfile.numpy(data).data).hexdigest() != sha256:
             raise OutputError("its bytes are not those the child announced")
         return decode_case(data)
@@ -275,12 +285,16 @@ def read_case(
 
 
 def read_bytes(
-    path: Path, max_bytes: int, dir_fd: int | None = None, owner: int | None = None
+    path: Path,
+    max_bytes: int,
+    dir_fd: int | None = None,
+    owner: int | None = None,
+    size: int | None = None,
 ) -> torch.Tensor:
     """The bytes of ``path`` if it is a regular file (not a link, FIFO or device: opened without
-    following links or blocking, checked on the descriptor) of at most ``max_bytes``, owned by
-    ``owner`` (if given), read once into an uninitialised uint8 tensor of the file's size
-    (nothing zero-filled first)."""
+    following links or blocking, checked on the descriptor) of ``size`` bytes (if given) and at
+    most ``max_bytes``, owned by ``owner`` (if given), read once into an uninitialised uint8
+    tensor of the file's size (nothing zero-filled first)."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
         fd = os.open(path.name if dir_fd is not None else path, flags, dir_fd=dir_fd)
@@ -294,6 +308,8 @@ def read_bytes(
             raise OutputError(f"not a regular file ({what(info.st_mode)})")
         if owner is not None and info.st_uid != owner:
             raise OutputError(f"a file of uid {info.st_uid}, not of the child's")
+        if size is not None and info.st_size != size:
+            raise OutputError(f"{info.st_size} bytes, not the {size} the child announced")
         if info.st_size > max_bytes:
             raise TooLarge(info.st_size, max_bytes)
         data = torch.empty(info.st_size, dtype=torch.uint8)
