@@ -42,8 +42,6 @@ by ``pristine`` and ``bound``; docs/design/trust-model.md gives the limits.
 from __future__ import annotations
 
 import _thread
-import contextlib
-import importlib
 import os
 import sys
 import sysconfig
@@ -97,25 +95,27 @@ def name_readers() -> dict[int, int | None]:
     create = vars(enum.EnumType).get("_create_")
     if create is not None:
         found[_id(getattr(create, "__func__", create).__code__)] = None
-    # packages' readers: torch's library registration notes its caller's file and line
-    # (``torch.library``); typing_extensions reads a name of typing's frame (every generic's
-    # subscription)
-    for module, names in (
-        ("torch._library.utils", ("get_source",)),
-        ("torch.library", ()),
-        ("typing_extensions", ("_has_generic_or_protocol_as_origin",)),
-    ):
-        loaded: Any = sys.modules.get(module)
-        if loaded is None and module == "typing_extensions":
-            with contextlib.suppress(ImportError):
-                loaded = importlib.import_module(module)
-        fns: list[Any] = [getattr(loaded, name, None) for name in names]
-        if module == "torch.library":
-            fns.append(vars(getattr(loaded, "Library", object)).get("__init__"))
-        for fn in fns:
-            if _type(fn) is _Function:
-                found[_id(fn.__code__)] = None
     return found
+
+
+# Installed packages' functions that take a frame only to read names from it, by file (the end
+# of its real path) and qualified name, matched on trusted code only (loaded from that file):
+# torch's library registration notes its caller's file and line; typing_extensions reads a name
+# of typing's frame (every generic's subscription).
+PACKAGE_READERS = frozenset(
+    {
+        ("/torch/_library/utils.py", "get_source"),
+        ("/torch/library.py", "Library.__init__"),
+        ("/typing_extensions.py", "_has_generic_or_protocol_as_origin"),
+    }
+)
+
+
+def package_reader(state: dict[str, Any], code: Any) -> bool:
+    """Whether trusted ``code`` is one of ``PACKAGE_READERS``."""
+    real = state["reals"].get(code.co_filename, "")
+    name = getattr(code, "co_qualname", code.co_name)
+    return any(real.endswith(f) and name == q for f, q in PACKAGE_READERS)
 
 
 def code_tree(code: Any) -> list[Any]:
@@ -312,7 +312,9 @@ def reads_name(state: dict[str, Any], frame: Any) -> bool:
     called from where it may be."""
     code = frame.f_code
     readers = state["readers"]
-    if _id(code) not in readers or kind_of(state, code) == "other":
+    if _id(code) not in readers:
+        return kind_of(state, code) == "trusted" and package_reader(state, code)
+    if kind_of(state, code) != "system":
         return False
     caller = readers[_id(code)]
     return caller is None or (frame.f_back is not None and _id(frame.f_back.f_code) == caller)
