@@ -24,12 +24,16 @@ standard library's or the import machinery's.  kbx's and installed packages' cod
   ``os.system`` (a helper process's torch work would escape ``opcheck``);
 - new code or function objects (``code.__new__``, ``function.__new__``).
 
-A trusted function that takes a frame when candidate code called it directly (through the
-standard library at most) does so on the candidate's behalf, and is refused too (pydantic's
-``parent_frame_namespace`` handed kbx's frame locals back: ``tests/exploits/package_frame_locals``),
-unless it is one of the standard library's that read only names or text from the frame
-(``name_readers``).  Deeper in a library's own call chain (a lazy import's ``typing`` work
-reading its caller's globals) a trusted frame lookup is the library's.
+Frames and ``gc``'s object walks reach kbx's state however deep in a library they are taken,
+so for these (``REACHING``) the standard library's and installed packages' frames are
+skipped alike and the nearest principal decides: candidate code is refused, kbx's own runtime
+(its frozen copies, not the real modules' functions, which candidate code can call with
+arguments of its own) and a package's module body running at its import may.  A package that
+takes a frame or walks ``gc`` for candidate code, however many of its own functions lie
+between (pydantic's ``parent_frame_namespace``, torch's pytree calling ``sys._getframe`` or
+``gc.get_objects`` handed to it as a callback: ``tests/exploits/{package_frame_locals,
+package_callback_gc,package_chain_frames}``), is refused, unless it is one of the functions
+that read only names or text from the frame (``name_readers``).
 
 What it does not see (patching module and class attributes is not audited by Python) is covered
 by ``pristine`` and ``bound``; docs/design/trust-model.md gives the limits.
@@ -58,6 +62,9 @@ DENIED_PREFIXES = ("ctypes.", "_ctypes.")
 # events that hand a frame (and with it every caller's locals) to whoever asked
 FRAME_EVENTS = frozenset({"sys._getframe", "sys._current_frames", "sys._current_exceptions"})
 FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
+# events that hand over objects kbx holds, however deep in a library they are raised: the
+# nearest of kbx and the candidate decides (``asker``)
+GC_WALKS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents"})
 STDLIB = (os.path.dirname(os.path.realpath(os.__file__)) + os.sep,)  # the base interpreter's
 _Code, _Function, _type, _id = types.CodeType, types.FunctionType, type, id
 _getframe, _ident, _vars = sys._getframe, _thread.get_ident, vars
@@ -89,6 +96,26 @@ def name_readers() -> dict[int, int | None]:
     if create is not None:
         found[_id(getattr(create, "__func__", create).__code__)] = None
     return found
+
+
+# Installed packages' functions that take a frame only to read names from it, by file (the end
+# of its real path) and qualified name, matched on trusted code only (loaded from that file):
+# torch's library registration notes its caller's file and line; typing_extensions reads a name
+# of typing's frame (every generic's subscription).
+PACKAGE_READERS = frozenset(
+    {
+        ("/torch/_library/utils.py", "get_source"),
+        ("/torch/library.py", "Library.__init__"),
+        ("/typing_extensions.py", "_has_generic_or_protocol_as_origin"),
+    }
+)
+
+
+def package_reader(state: dict[str, Any], code: Any) -> bool:
+    """Whether trusted ``code`` is one of ``PACKAGE_READERS``."""
+    real = state["reals"].get(code.co_filename, "")
+    name = getattr(code, "co_qualname", code.co_name)
+    return any(real.endswith(f) and name == q for f, q in PACKAGE_READERS)
 
 
 def code_tree(code: Any) -> list[Any]:
@@ -244,43 +271,53 @@ def relevant(event: str, args: tuple[Any, ...]) -> bool:
 def asker(state: dict[str, Any], event: str, args: tuple[Any, ...], frame: Any) -> str | None:
     """``file:line`` of the code that asked (``frame``: the frame that raised the event), if it
     is not trusted; else None.  That is the innermost frame whose code is not the standard
-    library's or the import machinery's; a trusted one taking a frame with candidate code below
-    it asks for the candidate."""
+    library's or the import machinery's; for an event that reaches kbx's state (a frame, a
+    ``gc`` walk) packages' frames are skipped too, and the nearest of kbx's own runtime and the
+    candidate asks (``acts_for_itself``)."""
     gives_frame = event in FRAME_EVENTS or (
         event == "object.__getattr__" and len(args) > 1 and args[1] in FRAME_ATTRIBUTES
     )
     if gives_frame and reads_name(state, frame):
         return None
+    reaching = gives_frame or event in GC_WALKS
     while frame is not None:
         kind = kind_of(state, frame.f_code)
         if kind == "other":
             return where(frame)
-        if kind == "trusted":
-            return caller(state, frame.f_back) if gives_frame else None
+        if kind == "trusted" and (not reaching or acts_for_itself(state, frame)):
+            return None
         frame = frame.f_back
     return None
+
+
+def acts_for_itself(state: dict[str, Any], frame: Any) -> bool:
+    """Whether a trusted frame acts on its own behalf: kbx's code running over a frozen copy of
+    its module (``bound``; the real module's functions are anyone's to call), or a module body
+    running at its import."""
+    code = frame.f_code
+    if code.co_name == "<module>":
+        return True
+    if not state["reals"].get(code.co_filename, "").startswith(state["own"]):
+        return False
+    globals_ = frame.f_globals
+    name = globals_.get("__name__")
+    if _type(name) is not str or not (name == "kbx" or name.startswith("kbx.")):
+        return False  # kbx's code over globals of someone else's (``eval(code, globals)``)
+    module = sys.modules.get(name)
+    return module is not None and _vars(module) is not globals_
 
 
 def reads_name(state: dict[str, Any], frame: Any) -> bool:
-    """Whether ``frame`` is a standard-library function that only reads its caller's module
-    name, called from where it may be."""
+    """Whether ``frame`` is a function that only reads its caller's module name, file or line,
+    called from where it may be."""
     code = frame.f_code
     readers = state["readers"]
-    if _id(code) not in readers or kind_of(state, code) != "system":
+    if _id(code) not in readers:
+        return kind_of(state, code) == "trusted" and package_reader(state, code)
+    if kind_of(state, code) != "system":
         return False
     caller = readers[_id(code)]
     return caller is None or (frame.f_back is not None and _id(frame.f_back.f_code) == caller)
-
-
-def caller(state: dict[str, Any], frame: Any) -> str | None:
-    """The candidate's frame, if the trusted code that takes a frame was called by candidate
-    code directly (through the standard library at most)."""
-    while frame is not None:
-        kind = kind_of(state, frame.f_code)
-        if kind != "system":
-            return where(frame) if kind == "other" else None
-        frame = frame.f_back
-    return None
 
 
 def where(frame: Any) -> str:
@@ -322,9 +359,14 @@ def hook(state: dict[str, Any]) -> Any:
     return audit
 
 
+def own_folder() -> str:
+    """kbx's source folder."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__)))) + os.sep
+
+
 def trusted_folders() -> tuple[str, ...]:
     """kbx's source and every installed package's folder."""
-    kbx_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+    kbx_dir = own_folder().rstrip(os.sep)
     packages = [sysconfig.get_paths()[k] for k in ("purelib", "platlib")] + list(sys.path)
     folders = {
         os.path.realpath(p) for p in packages if "site-packages" in p or "dist-packages" in p
@@ -337,7 +379,8 @@ def new_state() -> dict[str, Any]:
     machinery that may add more, and what the hook refused."""
 
     state: dict[str, Any] = {
-        "trusted": trusted_folders(), "codes": {}, "files": {}, "reals": {}, "added": [],
+        "trusted": trusted_folders(), "own": own_folder(), "codes": {}, "files": {},
+        "reals": {}, "added": [],
         "under": {},
         "denied": [], "readers": name_readers(), "machinery": machinery(),
     }  # fmt: skip

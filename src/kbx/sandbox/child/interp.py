@@ -20,6 +20,7 @@ Only applied when the child runs with ``TRITON_INTERPRET=1``:
 from __future__ import annotations
 
 import builtins
+import dis
 import functools
 import importlib
 import math
@@ -241,6 +242,37 @@ def instructions(code: Any) -> list[tuple[int, int]]:
     return found
 
 
+_NAME_READERS = frozenset({"getattr", "hasattr"})
+_CALLS = frozenset(n for n in ("PRECALL", "CALL") if n in _OPS)
+
+
+def named_by_builtin(code: Any) -> list[str | None]:
+    """The attribute name of each ``getattr``/``hasattr`` a code object calls by its global
+    name: a string constant, else None (a name made at run time, or the builtin not called
+    there and then).  A constant name is an attribute the body names like ``x.handle``."""
+    found: list[str | None] = []
+    listed = list(dis.get_instructions(code))
+    for i, ins in enumerate(listed):
+        if ins.opname not in ("LOAD_GLOBAL", "LOAD_NAME") or ins.argval not in _NAME_READERS:
+            continue
+        name: str | None = None
+        depth = 0
+        for j in range(i + 1, len(listed)):
+            op = listed[j]
+            if op.opname in _CALLS and depth == op.arg:
+                last = listed[j - 1]
+                if last.opname == "LOAD_CONST" and _type(last.argval) is str:
+                    name = last.argval
+                break
+            if op.opcode in dis.hasjrel or op.opcode in dis.hasjabs:
+                break  # a branch between the builtin and its call: not followed
+            depth += dis.stack_effect(op.opcode, op.arg if op.opcode >= dis.HAVE_ARGUMENT else None)
+            if depth < 0:
+                break  # the builtin itself consumed by something other than its call
+        found.append(name)
+    return found
+
+
 def body_names(code: Any) -> tuple[list[list[str]], list[str], list[str]]:
     """A code object's global name chains (``tl.extra.cuda.libdevice.tanh``), its attribute
     names, and what it does that a kernel may not (an import, a global's assignment), nested
@@ -269,6 +301,11 @@ def body_names(code: Any) -> tuple[list[list[str]], list[str], list[str]]:
                 attributes.append(names[arg])
             elif op in _REFUSED_OPS:
                 refused.append(_REFUSED_OPS[op])
+        for name in named_by_builtin(current):
+            if name is None:
+                refused.append("getattr or hasattr with a name made at run time")
+            else:
+                attributes.append(name)
         todo.extend(c for c in current.co_consts if _type(c) is _Code)
     return chains, attributes, refused
 
@@ -298,8 +335,10 @@ def judge(value: Any, rules: Any, depth: int = 0) -> str | None:
     t = _type(value)
     if _id(value) in rules.ids or _id(value) in rules.builtins or _id(value) == rules.semantic:
         return None
-    if t in rules.plain or t in rules.classes or t in rules.numpy_scalar:
+    if t in rules.plain or t in rules.numpy_scalar:
         return None
+    if t in rules.classes:
+        return within(value, rules, depth)
     if t in rules.kernels:
         return None  # a device function: its own body is checked (``bodies``)
     if triton_own(value, rules):
@@ -315,6 +354,20 @@ def judge(value: Any, rules: Any, depth: int = 0) -> str | None:
     if t is tuple and depth < 4:
         return next((why for v in value if (why := judge(v, rules, depth + 1))), None)
     return f"a {t.__name__}"
+
+
+def within(value: Any, rules: Any, depth: int) -> str | None:
+    """Why a kernel may not name an instance of a ``triton.language`` class: what it holds (a
+    ``tl.constexpr`` around a Python function runs that function when the body calls it)."""
+    held = _getattr(value, "__dict__", None)
+    if _type(held) is not dict or not held:
+        return None
+    if depth >= 4:
+        return f"a {_type(value).__name__} nested too deep"
+    for v in list(held.values()):
+        if why := judge(v, rules, depth + 1):
+            return f"{why} in a {_type(value).__name__}"
+    return None
 
 
 def builtins_of(fn: Any) -> dict[str, Any]:
@@ -369,6 +422,13 @@ def argument_problems(args: tuple[Any, ...], kwargs: dict[str, Any], rules: Any)
     return problems
 
 
+def default_problems(fn: Any, rules: Any) -> list[str]:
+    """Parameter defaults a body may not be handed: the interpreter fills in the defaults of
+    the parameters a launch leaves out, which no argument check sees."""
+    defaults = [*enumerate(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).items()]
+    return [f"default {position} ({why})" for position, v in defaults if (why := judge(v, rules))]
+
+
 def checked(
     kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], rules: Any, rewrite: Any
 ) -> tuple[Any, str | None]:
@@ -388,6 +448,7 @@ def checked(
         return None, f"kernel {source.__name__} runs a {_type(fn).__name__}"
     problems = argument_problems(args, {k: v for k, v in kwargs.items() if k != "grid"}, rules)
     for body in bodies(fn, rules, rewrite):
+        problems += [f"{body.__name__}: {p}" for p in default_problems(body, rules)]
         problems += [f"{body.__name__}: {p}" for p in kernel_problems(body, rules)]
     if not problems:
         return fn, None

@@ -22,6 +22,9 @@ import numpy as np
 import torch
 
 _from_numpy, _to_numpy = torch.from_numpy, torch._C.TensorBase.numpy
+# NumPy's functions bound before the candidate is imported: the stand-ins run inside kbx's
+# libdevice range, where a function the candidate put in NumPy's namespace would compute unseen
+_asarray, _float64, _errstate = np.asarray, np.float64, np.errstate
 _lgamma, _exp, _floor, _remainder = torch.lgamma, torch.exp, torch.floor, torch.remainder
 _lt, _eq, _and, _where, _mul = torch.lt, torch.eq, torch.logical_and, torch.where, torch.mul
 
@@ -36,7 +39,7 @@ def _t(fn: Callable[..., Any], pre: Callable[[np.ndarray], np.ndarray] | None = 
 def torch_on(op: tuple[Any, Any], x: np.ndarray) -> np.ndarray:
     """``op`` (made by ``_t``) on ``x``, converted with torch's bound C functions."""
     fn, pre = op
-    wide = np.asarray(x if pre is None else pre(x), dtype=np.float64)
+    wide = _asarray(x if pre is None else pre(x), dtype=_float64)
     return _to_numpy(fn(_from_numpy(wide)))  # type: ignore[no-any-return]
 
 
@@ -207,12 +210,12 @@ def extern_elementwise(
 
     fn = resolve(symbol, len(args))
     scalar = getattr(ret_type, "scalar", ret_type)
-    arrays = [np.asarray(a.data) for a in args]
-    wide = [a.astype(np.float64) if a.dtype.kind == "f" else a for a in arrays]
-    with np.errstate(all="ignore"):
+    arrays = [_asarray(a.data) for a in args]
+    wide = [a.astype(_float64) if a.dtype.kind == "f" else a for a in arrays]
+    with _errstate(all="ignore"):
         if type(fn) is tuple:
             run = torch_range if torch_range is not None else (lambda f, *a: f(*a))
-            out = np.asarray(run(torch_on, fn, *wide))
+            out = _asarray(run(torch_on, fn, *wide))
         else:
-            out = np.asarray(fn(*wide))
+            out = _asarray(fn(*wide))
     return TensorHandle(out.astype(_get_np_dtype(scalar)), scalar)

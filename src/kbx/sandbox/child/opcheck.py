@@ -51,6 +51,11 @@ WRITTEN = "kbx::written"  # a Python number written into a view just made
 VIEWS = frozenset(
     f"aten::{n}" for n in ("select", "slice", "narrow", "as_strided", "unbind", "view")
 )
+# tensors made from a Python number: copied into a view just made, the number is written there
+# (``flat[i:i + 1].copy_(torch.full((1,), v))``) as a ``fill_`` of the view would write it
+FROM_NUMBER = frozenset(
+    f"aten::{n}" for n in ("full", "full_like", "new_full", "scalar_tensor", "fill_")
+)
 
 
 class Tampered(Exception):
@@ -258,7 +263,8 @@ def walk(roots: list[Any]) -> Iterator[Any]:
 def count(roots: list[Any], thread: int, skip: set[str], launches: set[str]) -> dict[str, int]:
     """The aten operations of the tree, nested or not, outside kbx's ranges (``skip``, on kbx's
     ``thread``), by name; the launch marks (``launches``) as ``LAUNCHES``; and a ``fill_`` of
-    a view just made (``out[i].fill_(v)``: Python numbers written one by one) as ``WRITTEN``."""
+    a view just made (``out[i].fill_(v)``: Python numbers written one by one), or a ``copy_``
+    just after a view and a tensor made from a number (``FROM_NUMBER``), as ``WRITTEN``."""
     calls: dict[str, int] = {}
     todo = in_order(roots)
     while todo:
@@ -267,7 +273,9 @@ def count(roots: list[Any], thread: int, skip: set[str], launches: set[str]) -> 
         if name in skip and _thread(event) == thread:
             continue  # kbx's own work: its subtree is left out
         key = LAUNCHES if name in launches else name if name.startswith("aten::") else None
-        if key == "aten::fill_" and before in VIEWS:
+        if key == "aten::fill_" and before[0] in VIEWS:
+            key = WRITTEN
+        if key == "aten::copy_" and written_copy(before):
             key = WRITTEN
         if key is not None:
             calls[key] = calls.get(key, 0) + 1
@@ -275,15 +283,21 @@ def count(roots: list[Any], thread: int, skip: set[str], launches: set[str]) -> 
     return calls
 
 
-def in_order(events: list[Any]) -> list[tuple[Any, str | None]]:
-    """Each event with the name of the one before it on its thread (siblings, by start)."""
+def written_copy(before: tuple[str | None, str | None]) -> bool:
+    """Whether the two events before a ``copy_`` are a view and a tensor made from a number."""
+    return any(a in VIEWS and b in FROM_NUMBER for a, b in (before, before[::-1]))
+
+
+def in_order(events: list[Any]) -> list[tuple[Any, tuple[str | None, str | None]]]:
+    """Each event with the names of the two before it on its thread (siblings, by start; the
+    nearest first)."""
     ordered = sorted(events, key=lambda e: (_thread(e), _started(e)))
-    paired: list[tuple[Any, str | None]] = []
-    last: Any = None
+    paired: list[tuple[Any, tuple[str | None, str | None]]] = []
+    last: list[Any] = []
     for event in ordered:
-        before = _name(last) if last is not None and _thread(last) == _thread(event) else None
-        paired.append((event, before))
-        last = event
+        same = [_name(e) for e in last if _thread(e) == _thread(event)]
+        paired.append((event, (same[0] if same else None, same[1] if len(same) > 1 else None)))
+        last = [event, *last[:1]]
     return paired
 
 
