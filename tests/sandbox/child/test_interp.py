@@ -137,3 +137,16 @@ def test_a_kernel_body_is_triton_only():
     assert "torch.tanh" in found["torch_in_device"]
     assert "argument FN (a function)" in found["calls_argument"]
     assert "sigmoid replaced" in found["patched"]
+
+
+def test_a_bodys_getattr_names_are_read_once_per_code_and_alike_for_equal_code():
+    """The launch gate reads the names a body hands ``getattr``/``hasattr`` at every launch; they
+    are kept per code object, and code objects of the same source give the same names."""
+    from kbx.sandbox.child import interp
+
+    source = "def body(x, n):\n    return getattr(x, 'handle'), getattr(x, n)\n"
+    first, second = (compile(source, "k.py", "exec").co_consts[0] for _ in range(2))
+    assert first is not second and first == second
+    names = interp.named_by_builtin(first)
+    assert names == ("handle", None)
+    assert interp.named_by_builtin(second) is names  # read once

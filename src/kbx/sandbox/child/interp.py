@@ -246,10 +246,14 @@ _NAME_READERS = frozenset({"getattr", "hasattr"})
 _CALLS = frozenset(n for n in ("PRECALL", "CALL") if n in _OPS)
 
 
-def named_by_builtin(code: Any) -> list[str | None]:
+@functools.lru_cache(maxsize=4096)
+def named_by_builtin(code: Any) -> tuple[str | None, ...]:
     """The attribute name of each ``getattr``/``hasattr`` a code object calls by its global
     name: a string constant, else None (a name made at run time, or the builtin not called
-    there and then).  A constant name is an attribute the body names like ``x.handle``."""
+    there and then).  A constant name is an attribute the body names like ``x.handle``.  Kept
+    per code object (code objects compare by their contents, so the same instructions give the
+    same names): reading them takes about 0.8 ms a body, and a kernel launched in a loop is
+    checked at every launch."""
     found: list[str | None] = []
     listed = list(dis.get_instructions(code))
     for i, ins in enumerate(listed):
@@ -270,7 +274,7 @@ def named_by_builtin(code: Any) -> list[str | None]:
             if depth < 0:
                 break  # the builtin itself consumed by something other than its call
         found.append(name)
-    return found
+    return tuple(found)
 
 
 def body_names(code: Any) -> tuple[list[list[str]], list[str], list[str]]:
