@@ -243,38 +243,56 @@ def instructions(code: Any) -> list[tuple[int, int]]:
 
 
 _NAME_READERS = frozenset({"getattr", "hasattr"})
-_CALLS = frozenset(n for n in ("PRECALL", "CALL") if n in _OPS)
+_CALLS = frozenset(_OPS[n] for n in ("PRECALL", "CALL") if n in _OPS)
+_LOAD_CONST = _OPS["LOAD_CONST"]
+_JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
+_HAVE_ARGUMENT = dis.HAVE_ARGUMENT
+_stack_effect = dis.stack_effect  # C (``_opcode``), bound before the candidate's import
+_READ_NAMES: dict[Any, tuple[str | None, ...]] = {}  # per code object (``named_by_builtin``)
+READ_NAMES_KEPT = 4096
 
 
-@functools.lru_cache(maxsize=4096)
 def named_by_builtin(code: Any) -> tuple[str | None, ...]:
     """The attribute name of each ``getattr``/``hasattr`` a code object calls by its global
     name: a string constant, else None (a name made at run time, or the builtin not called
-    there and then).  A constant name is an attribute the body names like ``x.handle``.  Kept
-    per code object (code objects compare by their contents, so the same instructions give the
-    same names): reading them takes about 0.8 ms a body, and a kernel launched in a loop is
-    checked at every launch."""
-    found: list[str | None] = []
-    listed = list(dis.get_instructions(code))
-    for i, ins in enumerate(listed):
-        if ins.opname not in ("LOAD_GLOBAL", "LOAD_NAME") or ins.argval not in _NAME_READERS:
+    there and then).  A constant name is an attribute the body names like ``x.handle``.
+
+    Read with this module's ``instructions`` and functions bound at its import, never with
+    ``dis``'s Python functions, which a candidate can rebind for the length of a launch; kept
+    per code object in a table of this module's (a frozen copy has its own, ``bound``): code
+    objects compare by their contents, so the same instructions give the same names, and a
+    kernel launched in a loop is checked at every launch."""
+    found = _READ_NAMES.get(code)
+    if found is not None:
+        return found
+    names, consts = code.co_names, code.co_consts
+    listed = instructions(code)
+    read: list[str | None] = []
+    for i, (op, arg) in enumerate(listed):
+        if op not in _LOAD_GLOBALS:
+            continue
+        if names[arg >> _GLOBAL_SHIFT if op == _OPS["LOAD_GLOBAL"] else arg] not in _NAME_READERS:
             continue
         name: str | None = None
         depth = 0
         for j in range(i + 1, len(listed)):
-            op = listed[j]
-            if op.opname in _CALLS and depth == op.arg:
-                last = listed[j - 1]
-                if last.opname == "LOAD_CONST" and _type(last.argval) is str:
-                    name = last.argval
+            after, value = listed[j]
+            if after in _CALLS and depth == value:
+                before, index = listed[j - 1]
+                if before == _LOAD_CONST and _type(consts[index]) is str:
+                    name = consts[index]
                 break
-            if op.opcode in dis.hasjrel or op.opcode in dis.hasjabs:
+            if after in _JUMPS:
                 break  # a branch between the builtin and its call: not followed
-            depth += dis.stack_effect(op.opcode, op.arg if op.opcode >= dis.HAVE_ARGUMENT else None)
+            depth += _stack_effect(after, value if after >= _HAVE_ARGUMENT else None)
             if depth < 0:
                 break  # the builtin itself consumed by something other than its call
-        found.append(name)
-    return tuple(found)
+        read.append(name)
+    found = tuple(read)
+    if len(_READ_NAMES) >= READ_NAMES_KEPT:
+        _READ_NAMES.clear()
+    _READ_NAMES[code] = found
+    return found
 
 
 def body_names(code: Any) -> tuple[list[list[str]], list[str], list[str]]:
