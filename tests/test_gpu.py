@@ -180,3 +180,29 @@ print(json.dumps([asleep, spun, wait()]))
     asleep, spun, after = __import__("json").loads(out.stdout.strip().splitlines()[-1])
     assert asleep < 0.2 and after < 0.2, (asleep, after)
     assert spun > 0.5, spun
+
+
+def test_fork_server_and_its_children_keep_off_the_timing_core(tmp_path):
+    """The core kept for the GPU's timing turns is out of the fork server's affinity, and so of
+    every child it forks (candidates, compile stages): the reservation comes before the server
+    starts, so its children never compile on the timing core."""
+    import os
+    import time
+
+    from kbx.core.config import EvalConfig
+    from kbx.run.scheduler import Scheduler
+
+    if len(os.sched_getaffinity(0)) < 6:
+        pytest.skip("needs a core per GPU and four others")
+    sched = Scheduler(EvalConfig(device="cuda", run_dir=tmp_path), 2, [0]).start()
+    try:
+        core = sched.cores.for_gpu(0)
+        assert core is not None
+        deadline = time.monotonic() + 120
+        while not sched.servers.servers and time.monotonic() < deadline:
+            time.sleep(0.2)
+        (server,) = sched.servers.servers.values()
+        allowed = os.sched_getaffinity(server.pid)
+        assert core not in allowed and allowed, (core, allowed)
+    finally:
+        sched.close()

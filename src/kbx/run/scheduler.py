@@ -116,14 +116,14 @@ class Scheduler:
         gpuwait.asleep()  # its threads wait for the GPU without spinning a core each
         trace.mark("set-up: CUDA driver started")
         self.memory = self.open_memory(cards, share)
+        if reserved is None:  # before the fork server starts: it and its children inherit it
+            self.cores.reserve(self.gpus)
+        else:
+            self.cores.adopt(reserved)
         sandbox_cfg = childenv.settings(self.cfg)
         spares = self.servers.spare_count(self.cfg.device)
         first = first_spares(slot_gpus(self.gpus, self.jobs), spares)
         servers.start_server(self.servers, sandbox_cfg, first, launched)
-        if reserved is None:
-            self.cores.reserve(self.gpus)
-        else:
-            self.cores.adopt(reserved)
         torch.set_num_threads(self.check_threads())
         self.ahead = ahead.start(self.cfg, self.jobs, self.gpus, self.servers)
         gpuops.begin_loading()
