@@ -246,6 +246,23 @@ def gpu_like(settings: dict) -> None:
     settings["limits"]["nproc"] = 32
 
 
+MEMFD = """
+try:
+    fd = os.memfd_create("m")
+    os.close(fd)
+    say(memfd="made")
+except OSError as e:
+    say(memfd=e.errno)
+"""
+
+
+def test_memory_files_are_enosys_on_the_cpu_and_left_to_the_gpus_driver(work):
+    """On the CPU an anonymous memory file would hold memory past the address-space limit; on
+    the GPU no such limit holds the process, and NVIDIA's driver makes such files itself."""
+    assert run(MEMFD, work)[1] == [{"memfd": errno.ENOSYS}]
+    assert run(MEMFD, work, gpu_like)[1] == [{"memfd": "made"}]
+
+
 def test_on_the_cpu_no_process_can_be_made_but_threads_can(work):
     code, said = run(
         """

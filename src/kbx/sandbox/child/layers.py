@@ -38,9 +38,11 @@ DENIED = (  # EPERM: debugging, mounts, namespaces, keys, kernel modules, bpf, p
     "delete_module perf_event_open reboot swapon swapoff open_by_handle_at userfaultfd "
     "io_uring_setup io_uring_enter io_uring_register"
 ).split()
-# ENOSYS (as on a kernel without them, so that a library falls back to a file of /dev/shm, as
-# asmjit in torch's CPU library does): anonymous memory files hold host memory that neither the
-# address-space limit nor any filesystem's size counts (tests/exploits/memfd_fill)
+# ENOSYS on the CPU (as on a kernel without them, so that a library falls back to a file of
+# /dev/shm, as asmjit in torch's CPU library does): anonymous memory files hold host memory that
+# neither the address-space limit nor any filesystem's size counts (tests/exploits/memfd_fill).
+# Left alone on the GPU, where no address-space limit holds a CUDA process and NVIDIA's driver
+# makes such files itself (docs/design/sandbox.md, GPU notes)
 UNCOUNTED_MEMORY = ("memfd_create", "memfd_secret")
 CLONE_NS_BITS = (0x20000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 16384, 1 << 18
@@ -224,9 +226,9 @@ def drop_ids(settings: dict[str, Any] | None) -> bool:
 
 def seccomp(device: str = "cuda") -> bool:
     """Deny (EPERM) ``DENIED``, and clone with a namespace flag; clone3 is ENOSYS (its flags
-    lie in memory a filter cannot read; glibc then falls back to clone), and so are
-    ``UNCOUNTED_MEMORY``'s anonymous memory files.  On the CPU nothing
-    kbx runs makes a process (the interpreter runs kernels in this one), so a clone without
+    lie in memory a filter cannot read; glibc then falls back to clone).  On the CPU
+    ``UNCOUNTED_MEMORY``'s anonymous memory files are ENOSYS too, and, since nothing
+    kbx runs makes a process (the interpreter runs kernels in this one), a clone without
     CLONE_THREAD, fork, vfork and exec are denied too: no helper process works outside the
     recorded one (``opcheck``), no fork bomb or orphan can start.  On the GPU Triton runs
     ``ptxas``, so processes stay possible there (the pid namespace still holds them)."""
@@ -241,10 +243,10 @@ def seccomp(device: str = "cuda") -> bool:
     for bit in CLONE_NS_BITS:
         filt.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, bit, bit))
     filt.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
-    for nr in (sc.resolve_syscall(sc.Arch.NATIVE, name) for name in UNCOUNTED_MEMORY):
-        if nr >= 0:
-            filt.add_rule(sc.ERRNO(errno.ENOSYS), nr)
     if device == "cpu":
+        for nr in (sc.resolve_syscall(sc.Arch.NATIVE, name) for name in UNCOUNTED_MEMORY):
+            if nr >= 0:
+                filt.add_rule(sc.ERRNO(errno.ENOSYS), nr)
         for name in ("fork", "vfork", "execve", "execveat"):
             filt.add_rule(sc.ERRNO(errno.EPERM), name)
         filt.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
