@@ -44,6 +44,48 @@ def test_min_max_of_floats_return_the_non_nan_operand_as_on_the_gpu():
     assert hi == [1.0, -5.0, 0.5, 1.0]
 
 
+LOOP_BOUND = r"""
+import json
+import numpy as np
+import torch
+import triton
+import triton.language as tl
+from triton.runtime.interpreter import TensorHandle
+from kbx.sandbox.child import interp
+
+interp.apply()
+
+
+@triton.jit
+def partial_sums(x_ptr, out_ptr, n, SLICE: tl.constexpr):
+    s = tl.program_id(0)
+    end = tl.minimum(n, (s + 1) * SLICE)
+    total = 0.0
+    for i in range(s * SLICE, end):
+        total += tl.load(x_ptr + i)
+    tl.store(out_ptr + s, total)
+
+
+x = torch.arange(10.0)
+out = torch.empty(3)
+partial_sums[(3,)](x, out, 10, SLICE=4)
+block = tl.tensor(TensorHandle(np.array([7], dtype=np.int32), tl.int32), tl.int32)
+print(json.dumps([out.tolist(), interp.as_index(block)]))
+"""
+
+
+def test_a_one_element_block_bounds_a_loop_on_every_supported_triton():
+    """``range(a, tl.minimum(b, c))`` in a kernel: the bound is a one-element block, read as an
+    index as Triton 3.7's interpreter reads it (3.6's fails under NumPy 2.4)."""
+    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(ROOT / "src"))
+    out = subprocess.run(
+        [sys.executable, "-c", LOOP_BOUND], env=env, capture_output=True, text=True, check=True
+    )
+    sums, index = json.loads(out.stdout.strip().splitlines()[-1])
+    assert sums == [6.0, 22.0, 17.0]
+    assert index == 7
+
+
 BODIES = r"""
 import json
 import math

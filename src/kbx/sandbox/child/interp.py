@@ -524,6 +524,13 @@ def in_place_arguments(interpreter: Any) -> None:
     interpreter.GridExecutor._restore_args_dev = back
 
 
+def as_index(block: Any) -> int:
+    """A one-element block as a Python index, as Triton 3.7's interpreter reads it: 3.6's takes
+    ``int`` of the one-element array itself, which NumPy 2.4 refuses for arrays with a dimension
+    (a loop bound such as ``range(a, tl.minimum(b, c))`` then fails)."""
+    return int(block.handle.data.squeeze())
+
+
 def apply(extern: Callable[..., Any] | None = None) -> None:
     """Patch the interpreter; ``extern`` (a sealed function: ``launches``) computes libdevice
     calls, else ``libdevice.extern_elementwise`` directly."""
@@ -542,6 +549,7 @@ def apply(extern: Callable[..., Any] | None = None) -> None:
         resolves to the CUDA ones), whether used as modules or imported by name."""
         reject_plain_globals(fn)
         scope = original_patch_lang(fn)
+        scope.set_attr(importlib.import_module("triton.language").tensor, "__index__", as_index)
         builder = interpreter.interpreter_builder
         cuda = importlib.import_module(f"{EXTRA}.cuda.libdevice")
         generic = importlib.import_module(f"{EXTRA}.libdevice")
