@@ -1,6 +1,10 @@
 """A whole evaluation run: read the source, skip what the run folder's store has, evaluate the rest
 with an Evaluator, longest tasks first, and export the results.
 
+Longest by this machine's job times where it has them, else by the packaged ones
+(``durations.json``, measured on one GPU and scaled to this machine's where both know a task):
+on a fresh machine a run in suite order ends with its slowest tasks running alone.
+
 Every result is stored as it comes, so a run that stops (Ctrl-C, a crash) resumes where it was
 when the same command runs again; ``results.jsonl`` and ``summary.json`` are written at the end,
 and also when the run is interrupted.
@@ -8,6 +12,7 @@ and also when the run is interrupted.
 
 from __future__ import annotations
 
+import functools
 import json
 import statistics
 from collections.abc import Callable
@@ -46,6 +51,28 @@ def keep(candidate: Candidate, pattern: str | None) -> bool:
     return any(t.id == candidate.task_id for t in select(pattern))
 
 
+PRIOR = Path(__file__).with_name("durations.json")
+
+
+@functools.cache
+def prior() -> dict[str, float]:
+    """The packaged job times (``scripts/prior_durations.py``); none if the file is unreadable."""
+    try:
+        seconds = json.loads(PRIOR.read_text())["seconds"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return {str(t): float(s) for t, s in seconds.items() if float(s) > 0}
+
+
+def expected(known: dict[str, float], packaged: dict[str, float] | None = None) -> dict[str, float]:
+    """This machine's job times, and for the tasks it has none of, the packaged ones scaled by
+    the median ratio of the two over the tasks both have (1 where none)."""
+    base = prior() if packaged is None else packaged
+    both = [known[t] / base[t] for t in known if base.get(t, 0) > 0]
+    scale = statistics.median(both) if both else 1.0
+    return {**{t: s * scale for t, s in base.items()}, **known}
+
+
 def longest_first(todo: list[Candidate], known: dict[str, float]) -> list[Candidate]:
     """Candidates whose task took longest last time on this machine first (a task never timed
     here counts as the median one; ties keep source order): a linear-algebra task can take a
@@ -77,7 +104,7 @@ def run_eval(
             on_start(plan)
         timed = ev.config.timed
         cache = open_baselines(ev.config.baseline_cache) if timed else None
-        todo = longest_first(plan.todo, cache.durations() if cache else {})
+        todo = longest_first(plan.todo, expected(cache.durations() if cache else {}))
         try:
             for cand, result in ev.pairs(todo, on_baseline):
                 store.put(cand.key, dict(result.record(), key=cand.key))
