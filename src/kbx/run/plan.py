@@ -1,7 +1,7 @@
 """A whole evaluation run: read the source, skip what the run folder's store has, evaluate the rest
 with an Evaluator, longest tasks first, and export the results.
 
-Longest by this machine's job times where it has them, else by the packaged ones
+Longest by this machine's job times where it has them, else on a GPU by the packaged ones
 (``durations.json``, measured on one GPU and scaled to this machine's where both know a task):
 on a fresh machine a run in suite order ends with its slowest tasks running alone.
 
@@ -104,7 +104,8 @@ def run_eval(
             on_start(plan)
         timed = ev.config.timed
         cache = open_baselines(ev.config.baseline_cache) if timed else None
-        todo = longest_first(plan.todo, expected(cache.durations() if cache else {}))
+        known = cache.durations() if cache else {}
+        todo = longest_first(plan.todo, expected(known) if ev.config.device == "cuda" else known)
         try:
             for cand, result in ev.pairs(todo, on_baseline):
                 store.put(cand.key, dict(result.record(), key=cand.key))
