@@ -42,6 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import evidence  # noqa: E402
+import runlogs  # noqa: E402
 
 ROOT = evidence.ROOT
 PY = sys.executable
@@ -134,7 +135,9 @@ def reference(name: str, device: str, limit_s: float, work: Path, out: Path) -> 
         (work / f"{name}.toml").write_text(tuning)
         cmd += ["--config", str(work / f"{name}.toml")]
     stop, memory = gpu_memory_sampler(device)
+    before = runlogs.cpu_times()
     run = Run(cmd, limit_s, work / f"{name}.log", env_for(device))
+    cores_busy = runlogs.busy_share(before, runlogs.cpu_times())
     stop.set()
     got = records(run_dir)
     verdicts = Counter(r["verdict"] for r in got)
@@ -160,6 +163,9 @@ def reference(name: str, device: str, limit_s: float, work: Path, out: Path) -> 
         "tuning": (tuning.strip() or "defaults")
         + (f", beside {BUSY} busy loops (benchmarks/gpu.py --busy {BUSY})" if BUSY else ""),
         "gpu_memory_used_max_mib": max(memory) if memory else None,
+        "cores_busy_share": cores_busy,  # every process's, over the run
+        "baselines_stage": runlogs.stage(run_dir, os.cpu_count() or 1),
+        "gpu_lock": runlogs.lock(run_dir),
     }
     if run.cut or rejected or run.code:  # what the terminal said last, for the figure's reader
         figures["console_tail"] = run.log.read_text(errors="replace")[-4000:]

@@ -1,0 +1,104 @@
+"""What a run folder's logs say about where a run's time went, for a figure's file: the baselines
+stage (``logs/baselines-stage-*.log``, one line per task), the GPU lock's holds
+(``gpu*.lock.log``, by purpose) and the host's cores over the run (``/proc/stat``).
+
+A step cut off by its time limit still has them up to the cut, so a fresh machine's first run
+tells whether its baselines stage waited on the CPU (inductor's compiles) or on the GPU lock
+(the timings' exclusive holds) even when no candidate finished.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+TASK_LINE = re.compile(
+    r"^(?P<task>\S+) start (?P<start>[\d.]+) waited_for_room (?P<waited>[\d.]+) "
+    r"measured (?P<wall>[\d.]+) cpu (?P<cpu>[\d.]+)$"
+)
+END_LINE = re.compile(r"^stage (?P<s>[\d.]+) s, (?P<n>\d+) tasks$")
+FIELDS = ("n", "held_s", "waited_s")  # a lock log's figures per mode and purpose
+
+
+def stage(run_dir: Path, cores: int) -> dict[str, Any]:
+    """The baselines stage: tasks measured, its wall time (None: cut before its end), the
+    workers' CPU seconds and their share of the cores over the stage, the waits for room in the
+    GPU's memory budget, and the five tasks whose measurement took longest."""
+    rows: list[dict[str, Any]] = []
+    total_s: float | None = None
+    for path in sorted((run_dir / "logs").glob("baselines-stage-*.log")):
+        for line in path.read_text(errors="replace").splitlines():
+            if found := TASK_LINE.match(line.strip()):
+                row = found.groupdict()
+                rows.append({k: v if k == "task" else float(v) for k, v in row.items()})
+            elif found := END_LINE.match(line.strip()):
+                total_s = float(found["s"])
+    if not rows:
+        return {"tasks": 0, "stage_s": total_s}
+    span = total_s or max(r["start"] + r["wall"] for r in rows)
+    cpu = sum(r["cpu"] for r in rows)
+    slowest = sorted(rows, key=lambda r: -r["wall"])[:5]
+    return {
+        "tasks": len(rows),
+        "stage_s": total_s,
+        "span_s": round(span, 1),
+        "worker_cpu_s": round(cpu, 1),
+        "cores_busy_share": round(cpu / (span * cores), 3) if span > 0 else None,
+        "waited_for_room_s": round(sum(r["waited"] for r in rows), 1),
+        "measured_s": round(sum(r["wall"] for r in rows), 1),
+        "slowest": [{"task": r["task"], "wall_s": r["wall"], "cpu_s": r["cpu"]} for r in slowest],
+    }
+
+
+def purpose(what: str) -> str:
+    """A hold's purpose without its task: ``eager Math/add`` is ``eager``."""
+    return what.split(" ")[0] if what.split(" ")[0] in ("eager", "compile", "check") else what
+
+
+def lock(run_dir: Path) -> dict[str, Any]:
+    """Per GPU lock, per mode and purpose: holds, seconds held and seconds waited before them
+    (shared holds under 50 ms are not logged: their share is a lower bound)."""
+    out: dict[str, Any] = {}
+    for path in sorted(run_dir.glob("gpu*.lock.log")):
+        by: dict[str, dict[str, float]] = defaultdict(lambda: dict.fromkeys(FIELDS, 0.0))
+        first = last = None
+        for line in path.read_text(errors="replace").splitlines():
+            try:
+                hold = json.loads(line)
+                key = f"{hold['mode']} {purpose(str(hold['what']))}"
+                held, waited, t = float(hold["held_s"]), float(hold["waited_s"]), float(hold["t"])
+            except (ValueError, KeyError, TypeError):
+                continue  # a child can write anything there
+            row = by[key]
+            row["n"] += 1
+            row["held_s"] += held
+            row["waited_s"] += waited
+            first = t - held if first is None else min(first, t - held)
+            last = t if last is None else max(last, t)
+        rounded = {k: {m: round(v, 1) for m, v in row.items()} for k, row in by.items()}
+        span = round(last - first, 1) if first is not None and last is not None else None
+        out[path.name] = {"span_s": span, "by_purpose": dict(sorted(rounded.items()))}
+    return out
+
+
+def cpu_times() -> list[int] | None:
+    """The host's CPU times (``/proc/stat``'s first line), None where there is none."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except OSError:
+        return None
+    return [int(x) for x in fields]
+
+
+def busy_share(before: list[int] | None, after: list[int] | None) -> float | None:
+    """The share of every core's time between two ``cpu_times`` spent neither idle nor waiting
+    for I/O."""
+    if before is None or after is None:
+        return None
+    spent = [b - a for a, b in zip(before, after, strict=False)]
+    total = sum(spent)
+    idle = spent[3] + (spent[4] if len(spent) > 4 else 0)
+    return round(1 - idle / total, 3) if total > 0 else None
