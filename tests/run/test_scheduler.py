@@ -26,6 +26,7 @@ from kbx.evaluate import baselines, outcome, pipeline, references
 from kbx.evaluate.baselines import BaselineCache
 from kbx.gpu import budget, cores, footprint, gpuops, gpuwait
 from kbx.run import scheduler, servers
+from kbx.run.ahead import Ahead
 from kbx.run.plan import longest_first
 from kbx.run.scheduler import Scheduler
 from kbx.sandbox import childenv
@@ -85,6 +86,10 @@ def test_a_gpu_schedulers_start_sets_up_each_gpu_once(gpu_setup, tmp_path):
             loader.join(10)  # the contexts are made in the background
         assert ("server", "cuda", [0, 1, 0, 1]) in gpu_setup  # a spare per job slot
         assert ("reserve", [0, 1]) in gpu_setup and "asleep" in gpu_setup
+        # the timing cores are kept before the fork server starts: it and its children inherit
+        # the other cores
+        server = gpu_setup.index(("server", "cuda", [0, 1, 0, 1]))
+        assert gpu_setup.index(("reserve", [0, 1])) < server
         assert [sched.place(g).lock for g in (0, 1)] == [
             str(tmp_path / f"gpu{g}.lock") for g in (0, 1)
         ]
@@ -126,6 +131,36 @@ def test_jobs_are_spread_over_the_gpus_and_their_slots_come_back(monkeypatch, gp
         again = [Candidate(f"again{i}", "Math/add", "x") for i in range(2)]
         assert {c.source for c, _ in sched.submit(again)} == {"again0", "again1"}
     finally:
+        sched.close()
+
+
+def test_only_candidates_that_wait_for_a_job_thread_get_a_compile_stage(monkeypatch, gpu_setup):
+    """Two job threads, correctness only: the first two candidates start at once and compile in
+    their own children; the two behind them get compile stages while they wait (a timed run
+    offers every candidate before its baselines stage)."""
+    staged: list[str] = []
+    release = threading.Event()
+
+    def fake_evaluate(candidate, cfg, fork_servers=None):
+        assert release.wait(10)
+        return passed(candidate, cfg)
+
+    def stage(candidate: Candidate) -> dict[str, float]:
+        staged.append(candidate.source)
+        if len(staged) == 2:
+            release.set()
+        return {"ahead": 0.0}
+
+    monkeypatch.setattr(pipeline, "evaluate", fake_evaluate)
+    sched = Scheduler(EvalConfig(device="cuda", perf=False), jobs=2, gpus=[0]).start()
+    sched.ahead = Ahead(stage, 2, 10)
+    try:
+        batch = [Candidate(f"s{i}", "Math/add", f"x = {i}\n") for i in range(4)]
+        results = list(sched.submit(batch))
+        assert len(results) == 4 and sorted(staged) == ["s2", "s3"]
+        assert sched.in_flight == 0
+    finally:
+        sched.ahead.close()
         sched.close()
 
 

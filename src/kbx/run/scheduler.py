@@ -10,9 +10,7 @@ processes; ``kbx.run.evaluator`` chooses between the two.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import sys
 import threading
 import time
@@ -20,7 +18,6 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import replace
-from pathlib import Path
 
 import torch
 
@@ -35,6 +32,7 @@ from kbx.gpu import cores, gpuops, gpuwait
 from kbx.gpu.placement import Placement
 from kbx.run import ahead, memory, servers, stage
 from kbx.run.ahead import Ahead
+from kbx.run.cancel import kill_children, sigint_ignored
 from kbx.run.memory import Cards, Memory
 from kbx.run.servers import Launched
 from kbx.run.slots import gpu_slots, slot_gpus
@@ -82,6 +80,8 @@ class Scheduler:
         self.pool: ThreadPoolExecutor | None = None
         self.memory: Memory | None = None
         self.ahead: Ahead | None = None  # compile stages ahead of the GPU jobs (cuda)
+        self.in_flight = 0  # candidates submitted and not yet evaluated (``queue``)
+        self.counting = threading.Lock()
 
     def place(self, gpu: int | None) -> Placement:
         """Where a job on ``gpu`` puts its GPU work: that GPU's lock, as its jobs' children and
@@ -168,14 +168,30 @@ class Scheduler:
     def evaluate(self, candidate: Candidate) -> Result:
         """One candidate on the next free slot's GPU, once its compile stage, if one has begun,
         is over (``kbx.run.ahead``)."""
-        figures = self.ahead.claim(candidate) if self.ahead is not None else {}
-        gpu = self.slots.get()
         try:
-            result = pipeline.evaluate(candidate, self.job(gpu), self.ctx)
+            figures = self.ahead.claim(candidate) if self.ahead is not None else {}
+            gpu = self.slots.get()
+            try:
+                result = pipeline.evaluate(candidate, self.job(gpu), self.ctx)
+            finally:
+                self.slots.put(gpu)
         finally:
-            self.slots.put(gpu)
+            with self.counting:
+                self.in_flight -= 1
         result.stage_s.update(figures)
         return result
+
+    def queue(self, candidate: Candidate) -> Future[Result]:
+        """The candidate's job, and its compile stage where the job will wait for a free job
+        thread: one that starts at once compiles in its own child (its stage, begun at the same
+        moment, would only make it wait), and the stage workers go to the candidates behind it."""
+        assert self.pool is not None
+        with self.counting:
+            waits = self.in_flight >= self.jobs
+            self.in_flight += 1
+        if self.ahead is not None and waits:
+            self.ahead.offer(candidate)
+        return self.pool.submit(self.evaluate, candidate)
 
     def running(self) -> list[Activity]:
         """This process's candidates in flight and baselines being measured, and where each is
@@ -198,9 +214,7 @@ class Scheduler:
             trace.mark("parent: baselines stage over")
         pending: dict[Future[Result], Candidate] = {}
         for cand in candidates:
-            if self.ahead is not None:
-                self.ahead.offer(cand)
-            pending[self.pool.submit(self.evaluate, cand)] = cand
+            pending[self.queue(cand)] = cand
             if len(pending) >= 2 * self.jobs:
                 yield from drain(pending)
         while pending:
@@ -244,49 +258,6 @@ class Scheduler:
             while self.slots.qsize() < self.jobs and time.monotonic() < end:
                 kill_children([server.pid for server in list(self.servers.servers.values())])
                 time.sleep(0.05)
-
-
-def kill_children(server_pids: list[int]) -> None:
-    """Kill the candidates' children of these fork servers and this process's children in fresh
-    interpreters (``kbx.sandbox.child.main``), each with its process group: every child leads a
-    session of its own, and its namespace ends with it (``confine.isolate``)."""
-    me = os.getpid()
-    for pid, ppid in parents().items():
-        if ppid in server_pids or (ppid == me and b"kbx.sandbox.child.main" in cmdline(pid)):
-            for kill in (os.killpg, os.kill):  # a child not yet in its own session: itself
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    kill(pid, signal.SIGKILL)
-
-
-@contextlib.contextmanager
-def sigint_ignored() -> Iterator[None]:
-    """SIGINT ignored meanwhile, where this thread may set the handler (the main thread)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
-
-
-def parents() -> dict[int, int]:
-    """Each process's parent, from /proc (a process that ends meanwhile is left out)."""
-    found = {}
-    for name in os.listdir("/proc"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            if name.isdigit():
-                stat = Path(f"/proc/{name}/stat").read_text()
-                found[int(name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    return found
-
-
-def cmdline(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""
 
 
 def drain(pending: dict[Future[Result], Candidate]) -> Iterator[tuple[Candidate, Result]]:
