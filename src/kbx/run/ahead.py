@@ -2,7 +2,7 @@
 
 On a fresh set every candidate's kernels compile, and inside its GPU job that compile holds a job
 slot (whose number the GPU's memory bounds) for seconds of CPU.  The scheduler offers each
-candidate it queues here: a worker runs its compile stage (``kbx.sandbox.precompile``) while
+candidate that has to wait for a job thread here: a worker runs its compile stage (``kbx.sandbox.precompile``) while
 earlier candidates hold the GPU, and the stage leaves the kernels in the store its GPU child's
 cache is filled from.  A job claims its candidate's stage before it starts: a stage not begun yet
 is dropped (the GPU never waits for a stage that has not started; its child compiles as before), a
