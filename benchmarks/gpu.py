@@ -19,8 +19,9 @@ budget left is under a minute. Steps and files:
 - ``validate``: ``kbx validate`` over the suite (validate-<gpu>.json);
 - ``throughput``: ``benchmarks/throughput.py fresh cached``, new candidates (every kernel
   compiled) then the same again (every kernel cached), correctness only, with kbx's defaults
-  (throughput-<gpu>.json); ``throughput-rl`` (GRPO groups of 16 variants of 24 tasks) and
-  ``throughput-standard`` (``fresh`` timed) are its variants, each in a file of its own;
+  (throughput-<gpu>.json); ``throughput-rl`` (GRPO groups of 16 variants of 24 tasks),
+  ``throughput-standard`` (``fresh`` timed) and ``throughput-serve`` (``fresh`` through ``kbx
+  serve``) are its variants, each in a file of its own;
 - ``serve``: ``kbx serve`` under ``benchmarks/serve_load.py`` (serve-<gpu>.json);
 - ``clients``: ``kbx run --method geak`` and the Ray backend (``scripts/gpu_clients.py``).
 """
@@ -60,6 +61,7 @@ THROUGHPUT = {  # benchmarks/throughput.py's sets and options, by step
     "throughput": ["fresh", "cached"],
     "throughput-rl": ["rl"],
     "throughput-standard": ["fresh", "--tier", "standard"],
+    "throughput-serve": ["fresh", "--via", "serve"],
 }
 VARIANTS = {  # reference variants: (tuning TOML, kbx eval flags)
     "reference": ("", []),

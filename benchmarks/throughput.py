@@ -19,7 +19,9 @@ against the baselines of the cache ``kbx eval`` uses).  Sets:
   one invocation share a Triton cache (``Tuning.triton_cache``), which ``fresh`` fills (run
   first if it was not asked for; then only the candidates it finished are measured).
 
-``--tasks GLOB`` and ``--limit N`` make a set smaller; ``--end-s S`` ends the invocation S s
+``--via serve`` posts ``fresh`` or ``rl`` to a ``kbx serve`` on loopback instead (``served.py``),
+for the service's rate against the engine's on the same set.  ``--tasks GLOB`` and ``--limit N``
+make a set smaller; ``--end-s S`` ends the invocation S s
 after its start, each set getting its share of what is left (``SHARES``), a set cut off
 reporting over the candidates it finished (``cut``). Figures per set: evaluations per second and
 per device-hour (over the whole run, start-up included, and ``steady`` from the first child's
@@ -56,6 +58,7 @@ from variants import candidate_set, keys  # noqa: E402
 
 CORES = sorted(os.sched_getaffinity(0))  # the run's cores, before kbx keeps one for timings
 TARGETS = {"fresh": 2.0, "rl": 4.0, "cached": 5.0}  # evaluations/s on one H100, quick tier
+VIA = {"engine": "the engine", "serve": "kbx serve"}  # how a set is evaluated (``--via``)
 # The rows of the stage table: a name and how to read it from a record's stage_s (a key, or
 # a function of the record); docs/design/throughput.md says what each is.
 STAGES: list[tuple[str, Any]] = [
@@ -196,6 +199,8 @@ def measure(
     from kbx.run.plan import run_eval
     from kbx.serve import tiers
 
+    if args.via == "serve":
+        return measure_served(name, rows, args, work, end)
     source, run_dir = work / f"{name}.jsonl", work / name
     source.write_text("".join(json.dumps(r) + "\n" for r in rows))
     shutil.rmtree(run_dir, ignore_errors=True)
@@ -226,6 +231,22 @@ def measure(
     cpu["parent_s"] = round(own_s() - own_before, 1)
     records = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]
     return figures(name, records, began, began_epoch, last["at"], closed, cut, cpu, gpu_figures)
+
+
+def measure_served(
+    name: str, rows: list[dict[str, Any]], args: argparse.Namespace, work: Path, end: float | None
+) -> dict[str, Any]:
+    """One set through a fresh ``kbx serve`` on loopback (``served.py``); its figures."""
+    from served import run_served
+
+    cpu_before, gpu = jiffies(), GpuSampler(args.device)
+    records, times, cut = run_served(rows, args, work, name, end)
+    cpu, gpu_figures = cpu_shares(cpu_before, jiffies()), gpu.stop()
+    cpu["parent_s"] = round(times["parent_s"], 1)
+    began, last = times["began"], times["last"]
+    return figures(
+        name, records, began, times["began_epoch"], last, times["closed"], cut, cpu, gpu_figures
+    )
 
 
 def own_s() -> float:
@@ -379,6 +400,8 @@ def main() -> int:
     p.add_argument("sets", nargs="*", help=f"the candidate sets: {', '.join(SETS)}")
     p.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda if any")
     p.add_argument("--tier", choices=("quick", "standard"), default="quick", help="kbx serve's")
+    p.add_argument("--via", choices=("engine", "serve"), default="engine", help="in process, "
+                   "or posted to a kbx serve on loopback (fresh and rl only)")  # fmt: skip
     p.add_argument("--jobs", type=int, default=None, help="candidates in flight (kbx's default)")
     p.add_argument("--config", type=Path, default=None, help="a kbx eval --config TOML")
     p.add_argument("--tasks", default=None, help="task globs, comma-separated (default: all)")
@@ -396,6 +419,8 @@ def main() -> int:
         )
         print(json.dumps(found, indent=1))
         return 1 if any(c["differ"] for c in found.values()) else 0
+    if args.via == "serve" and "cached" in args.sets:
+        p.error("cached needs a Triton cache the runs share: in process only")
     if not args.sets or set(args.sets) - set(SETS):
         p.error(f"name sets of {', '.join(SETS)}, or compare two runs (--given RUN --compare BASE)")
     if args.device is None:
@@ -410,11 +435,12 @@ def main() -> int:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
     out = {
-        "title": f"throughput: new candidates through the engine ({args.tier} tier)",
+        "title": f"throughput: new candidates through {VIA[args.via]} ({args.tier} tier)",
         "target": ", ".join(f"{k} {v:g}/s" for k, v in TARGETS.items())
         + " on one H100 (quick tier); no false rejection",
         "summary": summary(out, args.tier),
         "tier": args.tier,
+        "via": args.via,
         "jobs": args.jobs,
         "tasks": args.tasks,
         "limit": args.limit,
