@@ -65,3 +65,25 @@ def test_cuda_without_a_gpu_is_one_line_and_exit_2(tmp_path, capsys):
         assert main(argv) == 2
         out = capsys.readouterr().out
         assert "no CUDA GPU is visible here" in out and "Traceback" not in out
+
+
+def test_torchs_warnings_about_a_tasks_own_reference_stay_off_the_terminal():
+    """kl_div's reference with ``reduction='mean'`` makes torch warn from the task file: kbx drops
+    that warning (the suite's, not the user's), and no other."""
+    import warnings
+
+    import torch
+
+    from kbx.cli import quiet_references
+    from kbx.suite import find
+
+    task = find("Loss/kl_div")
+    x, y = torch.randn(4, 5).log_softmax(-1), torch.randn(4, 5).softmax(-1)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        task.reference(x, y, reduction="mean")
+        assert [w.category for w in seen] == [UserWarning]
+        quiet_references()
+        task.reference(x, y, reduction="mean")
+        warnings.warn("a user's warning", UserWarning, stacklevel=1)
+    assert [str(w.message) for w in seen][1:] == ["a user's warning"]

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 
 from kbx.commands.runcmds import cmd_eval, cmd_validate
@@ -123,6 +124,14 @@ def quiet_profiler() -> None:
     session, over the progress bar; its level 6 is above all of its messages (the children
     get the same setting: ``kbx.sandbox.childenv``).  A level already set is kept."""
     os.environ.setdefault("KINETO_LOG_LEVEL", "6")
+
+
+def quiet_references() -> None:
+    """torch's UserWarnings about a task's own reference (kl_div's ``reduction='mean'``, a
+    convolution's ``padding='same'``) are the suite's, not the user's: printed in the parent as
+    it computes references, they broke the progress lines.  Only warnings raised from the task
+    files are dropped; a candidate's go to its own stderr."""
+    warnings.filterwarnings("ignore", category=UserWarning, module=r"kbx\.tasks\.")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -304,6 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     quiet_profiler()
+    quiet_references()
     if args.command == "analyze":
         limit_blas_threads()
     try:
