@@ -4,6 +4,7 @@
 torch on one element passes (Quantization/attention_w8a8 on an H100) while a wrong one does not."""
 
 import dataclasses
+import math
 
 import pytest
 import torch
@@ -40,6 +41,24 @@ def test_a_random_stream_that_ignores_the_seed_but_in_a_few_elements_is_a_mismat
     assert got == Verdict.MISMATCH and "change with torch's seed" in detail, detail
     fresh = torch.rand(shape, generator=torch.Generator().manual_seed(4))
     assert verdict(task, [fixed, fixed.clone(), fresh]) == (Verdict.PASSED, "")
+
+
+def test_a_lattice_stream_for_rand_is_a_mismatch():
+    """frac(s + i * a) with a = (3 - sqrt(3)) / 6 has a uniform's moments, histogram and lag-1
+    correlation, and follows the seed (tests/exploits/lattice_rand): its correlations at other
+    lags and its pairs of consecutive values give it away; torch's own stream passes."""
+    task = find("Random/rand")
+    shape = task.cases[0].shape
+    step = round((3 - math.sqrt(3)) / 6 * 2**32)
+
+    def lattice(seed: int) -> torch.Tensor:
+        v = (seed + torch.arange(math.prod(shape), dtype=torch.int64) * step) & 0xFFFFFFFF
+        return ((v >> 8).to(torch.float32) * 2.0**-24).reshape(shape)
+
+    got, detail = verdict(task, [lattice(5), lattice(5), lattice(2**30 + 17)])
+    assert got == Verdict.MISMATCH and "correlated" in detail, detail
+    fresh = [torch.rand(shape, generator=torch.Generator().manual_seed(s)) for s in (4, 4, 9)]
+    assert verdict(task, fresh) == (Verdict.PASSED, "")
 
 
 def single_matrix_case(task):

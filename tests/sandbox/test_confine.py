@@ -285,6 +285,35 @@ def test_on_the_cpu_no_process_can_be_made_but_threads_can(work):
     assert said[0] == {"fork": 1, "exec": 1, "thread": "ran"}  # EPERM
 
 
+def test_on_the_cpu_no_file_can_be_locked(work):
+    """Every child's locks on one inode meet, and a lock needs only a descriptor open for
+    reading: lock states on files all children read (a package's sources) would carry bits
+    between them (tests/exploits/flock_relay).  flock and fcntl's record locks are ENOLCK."""
+    code, said = run(
+        """
+        import fcntl, struct
+        fd = os.open(os.__file__, os.O_RDONLY)
+        out = {"flock": err(fcntl.flock, fd, fcntl.LOCK_SH | fcntl.LOCK_NB)}
+        record = struct.pack("hhqqi", fcntl.F_RDLCK, 0, 0, 0, 0)
+        for name in ("F_GETLK", "F_SETLK", "F_OFD_GETLK", "F_OFD_SETLK"):
+            out[name] = err(fcntl.fcntl, fd, getattr(fcntl, name), record)
+        out["F_GETFL"] = err(fcntl.fcntl, fd, fcntl.F_GETFL)  # other fcntl commands work
+        say(**out)
+        """,
+        work,
+    )
+    assert code == 0
+    enolck = errno.ENOLCK
+    assert said[0] == {
+        "flock": enolck,
+        "F_GETLK": enolck,
+        "F_SETLK": enolck,
+        "F_OFD_GETLK": enolck,
+        "F_OFD_SETLK": enolck,
+        "F_GETFL": None,
+    }
+
+
 def test_a_fork_bomb_is_bounded_where_processes_may_be_made(work):
     code, said = run(
         """

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import fcntl
 import glob
 import os
 import resource
@@ -44,6 +45,15 @@ DENIED = (  # EPERM: debugging, mounts, namespaces, keys, kernel modules, bpf, p
 # Left alone on the GPU, where no address-space limit holds a CUDA process and NVIDIA's driver
 # makes such files itself (docs/design/sandbox.md, GPU notes)
 UNCOUNTED_MEMORY = ("memfd_create", "memfd_secret")
+# ENOLCK (as on a filesystem without locks), on the CPU: a lock needs only a descriptor open for
+# reading, and every child's locks on one inode meet, so lock states on files every child can read
+# (a package's sources) carry bits between children (tests/exploits/flock_relay).  flock, and
+# fcntl's F_GETLK, F_SETLK, F_SETLKW and their open-file-description forms; on the GPU the
+# children lock the GPU lock's files themselves
+LOCKS_FCNTL = tuple(
+    getattr(fcntl, n)
+    for n in ("F_GETLK", "F_SETLK", "F_SETLKW", "F_OFD_GETLK", "F_OFD_SETLK", "F_OFD_SETLKW")
+)
 CLONE_NS_BITS = (0x20000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 16384, 1 << 18
 LL_CREATE, LL_ADD, LL_RESTRICT = 444, 445, 446  # landlock's syscalls, on every architecture
@@ -230,8 +240,9 @@ def seccomp(device: str = "cuda") -> bool:
     ``UNCOUNTED_MEMORY``'s anonymous memory files are ENOSYS too, and, since nothing
     kbx runs makes a process (the interpreter runs kernels in this one), a clone without
     CLONE_THREAD, fork, vfork and exec are denied too: no helper process works outside the
-    recorded one (``opcheck``), no fork bomb or orphan can start.  On the GPU Triton runs
-    ``ptxas``, so processes stay possible there (the pid namespace still holds them)."""
+    recorded one (``opcheck``), no fork bomb or orphan can start, and file locks
+    (``LOCKS_FCNTL``) are ENOLCK.  On the GPU Triton runs ``ptxas``, so processes stay possible
+    there (the pid namespace still holds them)."""
     if pyseccomp is None:
         return False
     sc: Any = pyseccomp
@@ -249,6 +260,9 @@ def seccomp(device: str = "cuda") -> bool:
                 filt.add_rule(sc.ERRNO(errno.ENOSYS), nr)
         for name in ("fork", "vfork", "execve", "execveat"):
             filt.add_rule(sc.ERRNO(errno.EPERM), name)
+        filt.add_rule(sc.ERRNO(errno.ENOLCK), "flock")
+        for cmd in LOCKS_FCNTL:
+            filt.add_rule(sc.ERRNO(errno.ENOLCK), "fcntl", sc.Arg(1, sc.EQ, cmd))
         filt.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
     filt.load()
     return True

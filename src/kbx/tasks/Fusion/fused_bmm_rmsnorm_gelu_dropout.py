@@ -5,7 +5,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from kbx.suite.checks import off_rate
+from kbx.suite.checks import off_rate, pairs_agree
 from kbx.suite.inputs import Draw
 from kbx.suite.task import Case, Inputs, Task, Tolerance
 
@@ -66,13 +66,9 @@ def check(inputs: Inputs, got: torch.Tensor) -> str | None:
     clear = kept.abs() > 4 * atol  # dropped and kept are distinguishable
     reason = off_rate(dropped[clear], p, "distinguishable elements are dropped")
     for dim, name in enumerate(("batch entries", "rows", "columns")):
-        # disjoint neighbour pairs agree as often as independent draws: no repeated masks
-        d, c = (t.movedim(dim, 0) for t in (dropped, clear))
-        h = d.shape[0] // 2 * 2
-        both = c[0:h:2] & c[1:h:2]
-        if reason is None and both.any():
-            same = (d[0:h:2] == d[1:h:2])[both]
-            reason = off_rate(same, p * p + (1 - p) ** 2, f"neighbouring {name} agree")
+        # disjoint pairs along dim agree as often as independent draws: no repeated masks
+        if reason is None:
+            reason = pairs_agree(dropped.movedim(dim, 0), clear.movedim(dim, 0), p, name)
     return reason
 
 
@@ -137,4 +133,5 @@ TASK = Task(
     tolerance=TOL,
     check=check,
     random=True,
+    version=2,  # masks judged at distances 1 to 4 along each dim, not 1 alone (2026-12-06)
 )

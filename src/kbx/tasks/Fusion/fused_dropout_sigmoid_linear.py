@@ -5,7 +5,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from kbx.suite.checks import off_rate
+from kbx.suite.checks import off_rate, pairs_agree
 from kbx.suite.inputs import Draw, numel
 from kbx.suite.task import Case, Inputs, Task, Tolerance
 
@@ -49,12 +49,9 @@ def check(inputs: Inputs, got: torch.Tensor) -> str | None:
     reason = off_rate(dropped[clear], p, "distinguishable elements are dropped")
     d2, c2 = dropped.reshape(-1, g.shape[-1]), clear.reshape(-1, g.shape[-1])
     for name, (d, c) in (("rows", (d2, c2)), ("columns", (d2.T, c2.T))):
-        # disjoint neighbour pairs agree as often as independent draws: no repeated masks
-        h = d.shape[0] // 2 * 2
-        both = c[0:h:2] & c[1:h:2]
-        if reason is None and both.any():
-            same = (d[0:h:2] == d[1:h:2])[both]
-            reason = off_rate(same, p * p + (1 - p) ** 2, f"neighbouring {name} agree")
+        # disjoint pairs agree as often as independent draws: no repeated masks
+        if reason is None:
+            reason = pairs_agree(d, c, p, name)
     return reason
 
 
@@ -106,4 +103,5 @@ TASK = Task(
     tolerance=TOL,
     check=check,
     random=True,
+    version=2,  # masks judged at distances 1 to 4 along each dim, not 1 alone (2026-12-06)
 )

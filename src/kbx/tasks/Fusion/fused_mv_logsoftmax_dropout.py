@@ -6,7 +6,7 @@ from dataclasses import replace
 import torch
 import torch.nn.functional as F
 
-from kbx.suite.checks import off_rate
+from kbx.suite.checks import off_rate, pairs_agree
 from kbx.suite.inputs import Draw, numel
 from kbx.suite.task import Case, Inputs, Task, Tolerance
 
@@ -52,11 +52,8 @@ def check(inputs: Inputs, got: torch.Tensor) -> str | None:
         )
     clear = kept.abs() > 4 * atol  # dropped and kept are distinguishable
     reason = off_rate(dropped[clear], p, "distinguishable elements are dropped")
-    h = g.numel() // 2 * 2
-    both = clear[0:h:2] & clear[1:h:2]  # disjoint neighbour pairs: no repeated decisions
-    if reason is None and both.any():
-        same = (dropped[0:h:2] == dropped[1:h:2])[both]
-        reason = off_rate(same, p * p + (1 - p) ** 2, "neighbouring elements agree")
+    if reason is None:  # disjoint pairs: no repeated decisions
+        reason = pairs_agree(dropped.reshape(-1), clear.reshape(-1), p, "elements")
     return reason
 
 
@@ -104,4 +101,5 @@ TASK = Task(
     tolerance=TOL,
     check=check,
     random=True,
+    version=2,  # masks judged at distances 1 to 4 along each dim, not 1 alone (2026-12-06)
 )

@@ -3,7 +3,7 @@
 import torch
 import torch.nn.functional as F
 
-from kbx.suite.checks import off_rate
+from kbx.suite.checks import off_rate, pairs_agree
 from kbx.suite.inputs import Draw
 from kbx.suite.task import Case, Inputs, Task, Tolerance
 
@@ -82,13 +82,10 @@ def check(inputs: Inputs, got: torch.Tensor) -> str | None:
     shape = (*x.shape[:-1], kept.shape[-1])
     names = ("batch entries", "rows", "hidden units")
     for dim, name in enumerate(names[-len(shape) :]):
-        # disjoint neighbour pairs must agree as often as independent draws: no repeated masks
+        # disjoint pairs must agree as often as independent draws: no repeated masks
         dd, cc = (t.reshape(shape).movedim(dim, 0) for t in (dropped, clear))
-        h = dd.shape[0] // 2 * 2
-        both = cc[0:h:2] & cc[1:h:2]
-        if reason is None and both.any():
-            same = (dd[0:h:2] == dd[1:h:2])[both]
-            reason = off_rate(same, p * p + (1 - p) ** 2, f"pairs of neighbouring {name} agree")
+        if reason is None:
+            reason = pairs_agree(dd, cc, p, name)
     return reason
 
 
@@ -163,4 +160,5 @@ TASK = Task(
     tolerance=TOL,
     check=check,
     random=True,
+    version=2,  # masks judged at distances 1 to 4 along each dim, not 1 alone (2026-12-06)
 )
