@@ -52,7 +52,9 @@ import torch
 import triton
 import triton.language as tl
 from triton.language.extra import libdevice
-from triton.runtime.interpreter import InterpretedFunction, TensorHandle
+from triton.runtime.interpreter import (
+    InterpretedFunction, InterpreterBuilder, TensorHandle, interpreter_builder,
+)
 from kbx.sandbox.child import interp
 
 rules = interp.rules()
@@ -114,8 +116,23 @@ for name, kernel, extra in [
     args = (x, x, 4) if name == "honest" else (x,)
     kwargs = {"BLOCK": 4, **extra} if name != "calls_argument" else extra
     found[name] = interp.checked(kernel, args, kwargs, rules, rewrite)[1]
-tl.sigmoid = helper
+sigmoid, tl.sigmoid = tl.sigmoid, helper
 found["patched"] = interp.checked(honest, (x, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
+tl.sigmoid = sigmoid
+tl.core.tensor.relu = property(helper)
+found["property"] = interp.checked(honest, (x, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
+del tl.core.tensor.relu
+found["restored"] = interp.checked(honest, (x, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
+multiply, np.multiply = np.multiply, helper
+found["numpy"] = interp.checked(honest, (x, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
+np.multiply = multiply
+store = InterpreterBuilder.create_masked_store
+InterpreterBuilder.create_masked_store = helper
+found["builder"] = interp.checked(honest, (x, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
+InterpreterBuilder.create_masked_store = store
+interpreter_builder.create_masked_store = helper
+found["instance"] = interp.checked(honest, (x, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
+del interpreter_builder.create_masked_store
 print(json.dumps(found))
 """
 
@@ -123,7 +140,8 @@ print(json.dumps(found))
 def test_a_kernel_body_is_triton_only():
     """In the interpreter a kernel body runs as Python: one that reaches a Python function, NumPy,
     the block's NumPy array, torch (in a device function too), a Python function passed as an
-    argument, or a triton.language function the candidate replaced, is not Triton work; one of
+    argument, or a triton.language function or property the candidate replaced, or with the
+    interpreter's own builder or NumPy's functions replaced, is not Triton work; one of
     triton.language, libdevice, device functions, constexprs, math constants and the builtins a
     compiled kernel may call is."""
     env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(ROOT / "src"))
@@ -137,6 +155,11 @@ def test_a_kernel_body_is_triton_only():
     assert "torch.tanh" in found["torch_in_device"]
     assert "argument FN (a function)" in found["calls_argument"]
     assert "sigmoid replaced" in found["patched"]
+    assert "relu replaced" in found["property"]  # a property's getter runs Python too
+    assert found["restored"] is None
+    assert "numpy.multiply" in found["numpy"]  # the interpreter's own code looks it up
+    assert "InterpreterBuilder.create_masked_store" in found["builder"]
+    assert "interpreter_builder.create_masked_store" in found["instance"]
 
 
 def test_a_bodys_getattr_names_are_read_once_per_code_and_alike_for_equal_code():

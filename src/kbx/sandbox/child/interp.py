@@ -5,6 +5,10 @@ Only applied when the child runs with ``TRITON_INTERPRET=1``:
   body that reaches Python outside ``triton.language`` (a helper function, NumPy, torch, the
   loaded block's NumPy array behind ``.handle``) would compute outside Triton; compiled for the
   GPU it would not build.  The launch gate (``launches``) refuses such a launch as ``no_triton``;
+- the interpreter's own code is Triton's and NumPy's as imported (``interpreter_changes``): it
+  looks its builder's methods and NumPy's functions up as it runs, so one the candidate rebinds
+  for the length of its call (a store that computes, ``numpy.multiply``) would run inside every
+  body, and be gone before the case-end check (``pristine``); such a launch is ``no_triton``;
 - arguments stay where they are: on the CPU the interpreter's copies of its arguments to the host
   (and back) are the arguments themselves, so a launch runs no torch operation of its own;
 - multi-config autotuning needs a GPU to benchmark configurations; on the CPU every configuration
@@ -34,6 +38,8 @@ from typing import Any
 
 import torch
 from triton.language.core import is_builtin
+
+from kbx.sandbox.child import pristine
 
 EXTRA = "triton.language.extra"
 # Python's builtins a compiled Triton kernel may name (triton's code generator's own list)
@@ -125,6 +131,7 @@ def rules(codes: list[Any] | None = None) -> SimpleNamespace:
     members = [v for space in [*spaces, vars(interpreter)] for v in list(space.values())]
     return SimpleNamespace(
         kept=(modules, values, codes, members),  # identities stay unique while these live
+        watched=interpreter_namespaces(interpreter),
         codes=frozenset(_id(c) for c in codes),
         spaces=spaces,
         ids=frozenset(_id(v) for v in [*modules, *values, *members]),
@@ -137,6 +144,45 @@ def rules(codes: list[Any] | None = None) -> SimpleNamespace:
         plain=frozenset({bool, int, float, complex, str, type(None), torch.dtype}),
         numpy_scalar=_numpy_scalar_types(),
     )
+
+
+# library modules whose names the interpreter's code (and NumPy's own) looks up as it runs, each
+# with its submodules, besides those the interpreter's module names (``interpreter_namespaces``)
+INTERPRETER_LIBRARIES = ("numpy", "inspect", "triton.runtime.jit")
+
+
+def interpreter_namespaces(interpreter: Any) -> tuple[Any, ...]:
+    """What the interpreter's code finds as it runs a launch, as it is now (``pristine``'s
+    entries): its module and each module it names (but ``triton.language``'s, which ``replaced``
+    checks) with their submodules, each class it defines (any change counts: a property too),
+    its builder's and semantic's own attributes and their classes (``__class__`` can be
+    assigned)."""
+    names = {
+        v.__name__ for v in list(vars(interpreter).values())
+        if _type(v) is _Module and not v.__name__.startswith("triton.language")
+    }  # fmt: skip
+    names.discard("triton")  # the package: its runtime modules are named below
+    names.update(INTERPRETER_LIBRARIES)
+    names.add(interpreter.__name__)
+    entries = [
+        pristine.namespace(n, _vars(m), strict=False)
+        for n, m in sorted(sys.modules.items())
+        if _type(m) is _Module and any(n == p or n.startswith(p + ".") for p in names)
+    ]
+    for value in list(vars(interpreter).values()):
+        if isinstance(value, type) and value.__module__ == interpreter.__name__:
+            entries.append(pristine.namespace(value.__qualname__, own_dict(value), strict=True))
+    instances = {"interpreter_builder": interpreter.interpreter_builder}
+    instances["interpreter_semantic"] = interpreter.interpreter_semantic
+    for label, instance in instances.items():
+        entries.append(pristine.namespace(label, _vars(instance), strict=False))
+        entries.append(pristine.namespace(f"{label}'s class", {"": _type(instance)}, strict=True))
+    return tuple(entries)
+
+
+def interpreter_changes(rules: Any) -> list[str]:
+    """The interpreter's namespaces changed since ``rules`` (``interpreter_namespaces``)."""
+    return [name for entry in rules.watched for name in pristine.changed(entry)]
 
 
 def triton_root() -> str:
@@ -198,10 +244,22 @@ def replaced(rules: Any) -> list[str]:
 
 
 def foreign(value: Any, rules: Any) -> bool:
-    """A callable (not a class) that is neither Triton's own nor a C function."""
-    if not callable(value) or isinstance(value, type) or triton_own(value, rules):
+    """A callable (not a class) or a descriptor (a property: its getter runs when a body reads
+    the attribute) that is neither Triton's own nor a C function."""
+    if isinstance(value, type) or triton_own(value, rules):
+        return False
+    if not callable(value) and not _descriptor(value):
         return False
     return _type(value) in (_Function, types.MethodType) or not _is_builtin(value)
+
+
+# read by type's own slots, never through a metaclass of the candidate's
+_MRO, _CLASS_DICT = vars(type)["__mro__"].__get__, vars(type)["__dict__"].__get__
+
+
+def _descriptor(value: Any) -> bool:
+    """Whether ``value``'s class (or a base) defines ``__get__`` (no candidate code runs)."""
+    return any("__get__" in _CLASS_DICT(c) for c in _MRO(_type(value)))
 
 
 def _is_builtin(value: Any) -> bool:
@@ -463,8 +521,10 @@ def checked(
     if changed := replaced(rules):
         return (
             None,
-            f"triton.language's {', '.join(sorted(changed)[:4])} replaced by candidate code",
+            f"triton.language's {', '.join(sorted(set(changed))[:4])} replaced by candidate code",
         )
+    if changed := interpreter_changes(rules):
+        return None, f"the interpreter's {', '.join(changed[:4])} replaced by candidate code"
     fn = rewrite(kernel)
     if _type(fn) is not _Function:
         return None, f"kernel {source.__name__} runs a {_type(fn).__name__}"

@@ -117,13 +117,14 @@ def install_launch_counter(
         # the interpreter's other patches from the module itself, not its frozen copy: a
         # function kbx leaves where the candidate reaches it must not lead to frozen globals
         real("interp").apply(bound.sealed(extern, EXTERN_CODE, "create_extern_elementwise"))
-        run = interpreted_gate(
-            GridExecutor, InterpretedFunction.rewrite, state, marks, jit, interp.rules(codes)
-        )
+        rules = interp.rules(codes)
+        run = interpreted_gate(GridExecutor, InterpretedFunction.rewrite, state, marks, jit, rules)
         gates.append((InterpretedFunction, run))
     for cls, gate in gates:
         next(gate)
         cls.run = bound.sealed(gate, LAUNCH_CODE, "run")
+    if interpreted:  # what each launch compares the interpreter with: the gates in place
+        rules.watched = interp.interpreter_namespaces(sys.modules[GridExecutor.__module__])
     if lock is not None:
         real("launches").lock_autotuner(lock)
     if not interpreted:
