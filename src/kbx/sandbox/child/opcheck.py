@@ -85,12 +85,19 @@ def issuer(prefix: str) -> tuple[set[str], Callable[[], Any]]:
     return names, draw
 
 
+# torch's C functions that silence a session without stopping it: RecordFunction turned off on
+# a thread (the profiler hears of each aten operation through its callbacks), its callbacks
+# removed, a session's collection paused; kbx's own work calls none of them
+SILENCERS = ("_enable_record_function", "_clear_callbacks", "_toggle_collection_dynamic")
+
+
 def profiler_controls(attempts: dict[str, int]) -> list[tuple[Any, Any]]:
-    """The functions that start, stop or reconfigure a profiler session (the recorder keeps its
-    own, in its closure), each with a sealed stand-in that refuses and counts the attempt
-    (``attempts["profiler"]``), for ``replace_everywhere``."""
+    """The functions that start, stop, reconfigure or silence a profiler session (the recorder
+    keeps its own, in its closure), each with a sealed stand-in that refuses and counts the
+    attempt (``attempts["profiler"]``), for ``replace_everywhere``."""
+    silencers = [getattr(torch._C._autograd, name, None) for name in SILENCERS]
     pairs = []
-    for original in (_prepare, _enable, _disable):
+    for original in (_prepare, _enable, _disable, *(f for f in silencers if f is not None)):
         gate = refusing(attempts)
         next(gate)
         pairs.append((original, bound.sealed(gate, CALL_CODE, "refused")))
