@@ -107,6 +107,29 @@ def calls_argument(x_ptr, FN: tl.constexpr):
     tl.store(x_ptr, FN(tl.load(x_ptr)))
 
 
+@triton.jit
+def numpy_device(x):
+    return np.tanh(x.handle.data)
+
+
+@triton.jit
+def first(a, b):
+    return a
+
+
+def swapped(a, b):
+    return np.tanh(a.handle.data)
+
+
+first.fn = swapped
+
+
+@triton.jit
+def reduces(x_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.store(x_ptr, tl.reduce(x, 0, first))
+
+
 x = torch.ones(4)
 found = {}
 for name, kernel, extra in [
@@ -119,6 +142,13 @@ for name, kernel, extra in [
 sigmoid, tl.sigmoid = tl.sigmoid, helper
 found["patched"] = interp.checked(honest, (x, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
 tl.sigmoid = sigmoid
+found["device_argument"] = interp.checked(
+    calls_argument, (x,), {"FN": numpy_device}, rules, rewrite
+)[1]
+found["constexpr_device"] = interp.checked(
+    calls_argument, (x,), {"FN": tl.constexpr(numpy_device)}, rules, rewrite
+)[1]
+found["swapped_fn"] = interp.checked(reduces, (x,), {"BLOCK": 4}, rules, rewrite)[1]
 tl.core.tensor.relu = property(helper)
 found["property"] = interp.checked(honest, (x, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
 del tl.core.tensor.relu
@@ -140,8 +170,9 @@ print(json.dumps(found))
 def test_a_kernel_body_is_triton_only():
     """In the interpreter a kernel body runs as Python: one that reaches a Python function, NumPy,
     the block's NumPy array, torch (in a device function too), a Python function passed as an
-    argument, or a triton.language function or property the candidate replaced, or with the
-    interpreter's own builder or NumPy's functions replaced, is not Triton work; one of
+    argument, a device function handed in whose body does so, a combine function whose raw
+    ``.fn`` was swapped, or a triton.language function or property the candidate replaced, or
+    with the interpreter's own builder or NumPy's functions replaced, is not Triton work; one of
     triton.language, libdevice, device functions, constexprs, math constants and the builtins a
     compiled kernel may call is."""
     env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(ROOT / "src"))
@@ -155,6 +186,9 @@ def test_a_kernel_body_is_triton_only():
     assert "torch.tanh" in found["torch_in_device"]
     assert "argument FN (a function)" in found["calls_argument"]
     assert "sigmoid replaced" in found["patched"]
+    assert "numpy_device: np.tanh" in found["device_argument"]  # a device function handed in
+    assert "numpy_device: np.tanh" in found["constexpr_device"]
+    assert "swapped: np.tanh" in found["swapped_fn"]  # the raw .fn a reduction calls
     assert "relu replaced" in found["property"]  # a property's getter runs Python too
     assert found["restored"] is None
     assert "numpy.multiply" in found["numpy"]  # the interpreter's own code looks it up

@@ -472,22 +472,44 @@ def kernel_problems(fn: Any, rules: Any) -> list[str]:
     return problems
 
 
-def bodies(fn: Any, rules: Any, rewrite: Callable[[Any], Any]) -> list[Any]:
-    """The kernel's body and those of the device functions it names, recursively, each as the
-    interpreter runs it (``rewrite``: Triton's, which caches what it made)."""
-    found, seen, todo = [fn], {_id(fn)}, [fn]
+def bodies(
+    fn: Any, rules: Any, rewrite: Callable[[Any], Any], handed: tuple[Any, ...] = ()
+) -> list[Any]:
+    """The kernel's body and those of the device functions it reaches (``handed``: the launch's
+    arguments), recursively: each as the interpreter runs it (``rewrite``: Triton's, which
+    caches what it made) and each device function's raw ``.fn`` too (the interpreter's
+    reductions and scans call a combine function's ``.fn``, which a candidate can swap after
+    ``triton.jit``)."""
+    found, seen = [fn], {_id(fn)}
+    todo: list[tuple[Any, list[Any]]] = [(fn, list(handed))]
     while todo:
-        current = todo.pop()
+        current, values = todo.pop()
         chains, _, _ = body_names(current.__code__)
-        for chain in chains:
-            _, value = resolve(chain, current.__globals__, builtins_of(current))
-            if _type(value) not in rules.kernels or _type(_vars(value).get("fn")) is not _Function:
-                continue
-            inner = rewrite(value)
-            if _type(inner) is _Function and _id(inner) not in seen:
-                seen.add(_id(inner))
-                found.append(inner)
-                todo.append(inner)
+        values += [resolve(c, current.__globals__, builtins_of(current))[1] for c in chains]
+        values += [*(current.__defaults__ or ()), *(current.__kwdefaults__ or {}).values()]
+        for kernel in device_functions(values, rules):
+            for inner in (rewrite(kernel), _vars(kernel)["fn"]):
+                if _type(inner) is _Function and _id(inner) not in seen:
+                    seen.add(_id(inner))
+                    found.append(inner)
+                    todo.append((inner, []))
+    return found
+
+
+def device_functions(values: list[Any], rules: Any, depth: int = 0) -> list[Any]:
+    """The device functions among ``values``: named there, or held in a tuple or an instance of
+    a ``triton.language`` class (a ``tl.constexpr``), as ``judge`` lets them through."""
+    found = []
+    for value in values:
+        t = _type(value)
+        if t in rules.kernels and _type(_vars(value).get("fn")) is _Function:
+            found.append(value)
+        elif t is tuple and depth < 4:
+            found += device_functions(list(value), rules, depth + 1)
+        elif t in rules.classes and depth < 4:
+            held: Any = _getattr(value, "__dict__", None)
+            if _type(held) is dict:
+                found += device_functions(list(held.values()), rules, depth + 1)
     return found
 
 
@@ -528,8 +550,9 @@ def checked(
     fn = rewrite(kernel)
     if _type(fn) is not _Function:
         return None, f"kernel {source.__name__} runs a {_type(fn).__name__}"
-    problems = argument_problems(args, {k: v for k, v in kwargs.items() if k != "grid"}, rules)
-    for body in bodies(fn, rules, rewrite):
+    handed = {k: v for k, v in kwargs.items() if k != "grid"}
+    problems = argument_problems(args, handed, rules)
+    for body in bodies(fn, rules, rewrite, (*args, *handed.values())):
         problems += [f"{body.__name__}: {p}" for p in default_problems(body, rules)]
         problems += [f"{body.__name__}: {p}" for p in kernel_problems(body, rules)]
     if not problems:
