@@ -52,6 +52,8 @@ import torch
 import triton
 import triton.language as tl
 from triton.language.extra import libdevice
+from types import SimpleNamespace
+from triton.runtime.jit import TensorWrapper
 from triton.runtime.interpreter import (
     InterpretedFunction, InterpreterBuilder, TensorHandle, interpreter_builder,
 )
@@ -163,6 +165,18 @@ InterpreterBuilder.create_masked_store = store
 interpreter_builder.create_masked_store = helper
 found["instance"] = interp.checked(honest, (x, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
 del interpreter_builder.create_masked_store
+tl.settings = SimpleNamespace()  # no function, no descriptor: still not the language's
+found["object"] = interp.checked(honest, (x, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
+del tl.settings
+torch.Tensor.data_ptr = helper  # called on each tensor argument inside the launch
+found["tensor"] = interp.checked(honest, (x, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
+del torch.Tensor.data_ptr
+wrapper = TensorWrapper(x, tl.float32)
+wrapper.base = SimpleNamespace(data_ptr=helper)
+found["wrapper"] = interp.checked(honest, (wrapper, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
+found["grid"] = interp.grid_shape(
+    honest, lambda meta: (meta["BLOCK"] // 2, 1), (x, x, 4), {"BLOCK": 4}, rewrite
+)
 print(json.dumps(found))
 """
 
@@ -172,7 +186,8 @@ def test_a_kernel_body_is_triton_only():
     the block's NumPy array, torch (in a device function too), a Python function passed as an
     argument, a device function handed in whose body does so, a combine function whose raw
     ``.fn`` was swapped, or a triton.language function or property the candidate replaced, or
-    with the interpreter's own builder or NumPy's functions replaced, is not Triton work; one of
+    with the interpreter's own builder, NumPy's functions or torch.Tensor's methods replaced, or
+    an object of the candidate's put in the language, is not Triton work; one of
     triton.language, libdevice, device functions, constexprs, math constants and the builtins a
     compiled kernel may call is."""
     env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(ROOT / "src"))
@@ -194,6 +209,10 @@ def test_a_kernel_body_is_triton_only():
     assert "numpy.multiply" in found["numpy"]  # the interpreter's own code looks it up
     assert "InterpreterBuilder.create_masked_store" in found["builder"]
     assert "interpreter_builder.create_masked_store" in found["instance"]
+    assert "settings replaced" in found["object"]
+    assert "torch.Tensor.data_ptr" in found["tensor"]
+    assert "argument 0 (a SimpleNamespace in a TensorWrapper)" in found["wrapper"]
+    assert found["grid"] == [2, 1]  # a plain tuple, computed before the check
 
 
 def test_a_bodys_getattr_names_are_read_once_per_code_and_alike_for_equal_code():

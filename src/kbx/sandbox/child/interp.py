@@ -65,7 +65,7 @@ _REFUSED_OPS = {
     )
     if n in _OPS
 }  # fmt: skip
-_type, _id, _vars, _getattr = type, id, vars, getattr
+_type, _id, _vars, _getattr, _tuple, _int = type, id, vars, getattr, tuple, int
 _Code, _Module, _Function = types.CodeType, types.ModuleType, types.FunctionType
 _BUILTINS = vars(builtins)
 
@@ -154,9 +154,9 @@ INTERPRETER_LIBRARIES = ("numpy", "inspect", "triton.runtime.jit")
 def interpreter_namespaces(interpreter: Any) -> tuple[Any, ...]:
     """What the interpreter's code finds as it runs a launch, as it is now (``pristine``'s
     entries): its module and each module it names (but ``triton.language``'s, which ``replaced``
-    checks) with their submodules, each class it defines (any change counts: a property too),
-    its builder's and semantic's own attributes and their classes (``__class__`` can be
-    assigned)."""
+    checks) with their submodules, each class it and ``triton.runtime.jit`` define (any change
+    counts: a property too), ``torch.Tensor``'s, its builder's and semantic's own attributes
+    and their classes (``__class__`` can be assigned)."""
     names = {
         v.__name__ for v in list(vars(interpreter).values())
         if _type(v) is _Module and not v.__name__.startswith("triton.language")
@@ -169,9 +169,12 @@ def interpreter_namespaces(interpreter: Any) -> tuple[Any, ...]:
         for n, m in sorted(sys.modules.items())
         if _type(m) is _Module and any(n == p or n.startswith(p + ".") for p in names)
     ]
-    for value in list(vars(interpreter).values()):
-        if isinstance(value, type) and value.__module__ == interpreter.__name__:
-            entries.append(pristine.namespace(value.__qualname__, own_dict(value), strict=True))
+    for module in (interpreter, sys.modules["triton.runtime.jit"]):
+        for value in list(vars(module).values()):
+            if isinstance(value, type) and value.__module__ == module.__name__:
+                entries.append(pristine.namespace(value.__qualname__, own_dict(value), strict=True))
+    # the interpreter calls a tensor argument's methods (``data_ptr``) inside the launch
+    entries.append(pristine.namespace("torch.Tensor", own_dict(torch.Tensor), strict=True))
     instances = {"interpreter_builder": interpreter.interpreter_builder}
     instances["interpreter_semantic"] = interpreter.interpreter_semantic
     for label, instance in instances.items():
@@ -233,12 +236,16 @@ def triton_own(value: Any, rules: Any) -> bool:
 
 
 def replaced(rules: Any) -> list[str]:
-    """The functions of ``triton.language``'s modules and classes that are not Triton's own
-    any more: what the candidate put there would run inside every kernel body."""
+    """The names of ``triton.language``'s modules and classes that hold what neither Triton
+    put there nor a body may name: what the candidate put there would run inside every kernel
+    body (a function, a property), or inside the interpreter as it patches the language for a
+    launch (an object whose class answers any attribute)."""
     found = []
     for space in rules.spaces:
         for key, value in list(space.items()):
-            if foreign(value, rules):
+            if _id(value) in rules.ids:
+                continue  # as imported
+            if foreign(value, rules) or judge(value, rules) is not None:
                 found.append(key)
     return found
 
@@ -517,11 +524,23 @@ def argument_problems(args: tuple[Any, ...], kwargs: dict[str, Any], rules: Any)
     """Arguments a launch may not take: anything but plain tensors, numbers, dtypes, kernels."""
     problems = []
     for position, value in [*enumerate(args), *kwargs.items()]:
-        if _type(value) is torch.Tensor or _type(value) in rules.wrappers:
+        if _type(value) is torch.Tensor:
             continue
-        if (why := judge(value, rules)) is not None:
+        why = wrapped(value, rules) if _type(value) in rules.wrappers else judge(value, rules)
+        if why is not None:
             problems.append(f"argument {position} ({why})")
     return problems
+
+
+def wrapped(value: Any, rules: Any) -> str | None:
+    """Why a tensor wrapper (``TensorWrapper``, ``TensorDescriptor``) may not be an argument:
+    what it holds besides tensors (the interpreter calls its base's methods inside the launch)."""
+    for held in list(_vars(value).values()):
+        if _type(held) is torch.Tensor:
+            continue
+        if (why := judge(_tuple(held) if _type(held) is list else held, rules)) is not None:
+            return f"{why} in a {_type(value).__name__}"
+    return None
 
 
 def default_problems(fn: Any, rules: Any) -> list[str]:
@@ -563,6 +582,33 @@ def checked(
 
 
 SETTLED: list[bool] = []
+
+
+def grid_shape(
+    kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any], rewrite: Any
+) -> Any:
+    """What a grid function gives a launch of ``kernel``, computed as the interpreter would
+    (over the launch's arguments, the constexprs as they are and the rest as the body sees them,
+    with the language patched) but before the launch gate's check: the grid function is the
+    candidate's code, and inside the launch it would run after the check, where what it changes
+    (an argument, a device function, an interpreter's cache) would reach the body unread.  A
+    tuple of ints, which the launch then uses as it is."""
+    import inspect
+
+    from triton.runtime import interpreter
+
+    fn = rewrite(kernel)
+    if _type(fn) is not _Function:
+        return grid  # refused by the check
+    spec = inspect.getfullargspec(fn)
+    meta = inspect.getcallargs(fn, *args, **{k: v for k, v in kwargs.items() if k in spec.args})
+    constexprs = interpreter.GridExecutor(fn, _vars(kernel)["arg_names"], grid).constexprs
+    scope = interpreter._patch_lang(fn)
+    try:
+        meta = {n: a if n in constexprs else interpreter._implicit_cvt(a) for n, a in meta.items()}
+        return _tuple(_int(n) for n in grid(meta))
+    finally:
+        scope.restore()
 
 
 def settle() -> None:

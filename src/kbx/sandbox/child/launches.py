@@ -194,7 +194,7 @@ def compiled(state: dict[str, Any], original: Any, kernel: Any, *args: Any, **kw
         state["compile_s"] += _monotonic() - began
 
 
-_monotonic = time.monotonic
+_monotonic, _type = time.monotonic, type
 
 
 def interpreted_gate(
@@ -231,6 +231,8 @@ def interpreted_launch(
     grid, warm = kwargs.pop("grid", None), kwargs.pop("warmup", False)
     if warm:
         return None
+    if callable(grid) and _type(kernel) in rules.kernels:  # the candidate's code: before the check
+        grid = interp.grid_shape(kernel, grid, args, kwargs, rewrite)
     fn, why = interp.checked(kernel, args, kwargs, rules, rewrite)
     if why is not None:
         state["refused"].append(why)
