@@ -587,28 +587,20 @@ SETTLED: list[bool] = []
 def grid_shape(
     kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any], rewrite: Any
 ) -> Any:
-    """What a grid function gives a launch of ``kernel``, computed as the interpreter would
-    (over the launch's arguments, the constexprs as they are and the rest as the body sees them,
-    with the language patched) but before the launch gate's check: the grid function is the
-    candidate's code, and inside the launch it would run after the check, where what it changes
-    (an argument, a device function, an interpreter's cache) would reach the body unread.  A
-    tuple of ints, which the launch then uses as it is."""
+    """What a grid function gives a launch of ``kernel``, over the launch's arguments bound to
+    the kernel's parameters as they are (as compiled Triton hands them to it), computed before
+    the launch gate's check: the grid function is the candidate's code, and inside the launch
+    the interpreter would call it after the check, where what it changes (an argument, a device
+    function, an interpreter's cache) would reach the body unread.  A tuple of ints, which the
+    launch then uses as it is."""
     import inspect
-
-    from triton.runtime import interpreter
 
     fn = rewrite(kernel)
     if _type(fn) is not _Function:
         return grid  # refused by the check
     spec = inspect.getfullargspec(fn)
     meta = inspect.getcallargs(fn, *args, **{k: v for k, v in kwargs.items() if k in spec.args})
-    constexprs = interpreter.GridExecutor(fn, _vars(kernel)["arg_names"], grid).constexprs
-    scope = interpreter._patch_lang(fn)
-    try:
-        meta = {n: a if n in constexprs else interpreter._implicit_cvt(a) for n, a in meta.items()}
-        return _tuple(_int(n) for n in grid(meta))
-    finally:
-        scope.restore()
+    return _tuple(_int(n) for n in grid(meta))
 
 
 def settle() -> None:
