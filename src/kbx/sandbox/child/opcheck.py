@@ -106,8 +106,22 @@ def profiler_controls(attempts: dict[str, int]) -> list[tuple[Any, Any]]:
 
 def seal(attempts: dict[str, int], counts: dict[str, int]) -> int:
     """The profiler's controls and DLPack sealed everywhere (``profiler_controls``,
-    ``host_transfers``); how many references."""
+    ``host_transfers``), and a redispatch refused (``seal_redispatch``); how many references."""
+    seal_redispatch(attempts)
     return replace_everywhere(profiler_controls(attempts) + host_transfers(counts))
+
+
+def seal_redispatch(attempts: dict[str, int]) -> None:
+    """An operator's redispatch (``OpOverload.redispatch``: its handle's ``redispatch_boxed``)
+    enters a kernel below the dispatcher's RecordFunction, so the session would record nothing
+    of what it computes: the handle's method is replaced by a sealed refusal, counted as a reach
+    for the session (``attempts["profiler"]``).  kbx's own work and torch's outside custom
+    operators call none."""
+    handle = getattr(torch._C, "_DispatchOperatorHandle", None)
+    if handle is not None and "redispatch_boxed" in vars(handle):
+        gate = refusing(attempts)
+        next(gate)
+        handle.redispatch_boxed = bound.sealed(gate, CALL_CODE, "refused")
 
 
 def refusing(attempts: dict[str, int]) -> Any:
