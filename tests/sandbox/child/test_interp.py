@@ -171,6 +171,10 @@ del tl.settings
 torch.Tensor.data_ptr = helper  # called on each tensor argument inside the launch
 found["tensor"] = interp.checked(honest, (x, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
 del torch.Tensor.data_ptr
+import builtins
+printer, builtins.print = builtins.print, helper  # the interpreter's tl.static_print
+found["print"] = interp.checked(honest, (x, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
+builtins.print = printer
 wrapper = TensorWrapper(x, tl.float32)
 wrapper.base = SimpleNamespace(data_ptr=helper)
 found["wrapper"] = interp.checked(honest, (wrapper, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
@@ -211,6 +215,7 @@ def test_a_kernel_body_is_triton_only():
     assert "interpreter_builder.create_masked_store" in found["instance"]
     assert "settings replaced" in found["object"]
     assert "torch.Tensor.data_ptr" in found["tensor"]
+    assert "builtins.print" in found["print"]
     assert "argument 0 (a SimpleNamespace in a TensorWrapper)" in found["wrapper"]
     assert found["grid"] == [2, 1]  # a plain tuple, computed before the check
 

@@ -155,8 +155,8 @@ def interpreter_namespaces(interpreter: Any) -> tuple[Any, ...]:
     """What the interpreter's code finds as it runs a launch, as it is now (``pristine``'s
     entries): its module and each module it names (but ``triton.language``'s, which ``replaced``
     checks) with their submodules, each class it and ``triton.runtime.jit`` define (any change
-    counts: a property too), ``torch.Tensor``'s, its builder's and semantic's own attributes
-    and their classes (``__class__`` can be assigned)."""
+    counts: a property too), ``torch.Tensor``'s, ``builtins``, its builder's and semantic's own
+    attributes and their classes (``__class__`` can be assigned)."""
     names = {
         v.__name__ for v in list(vars(interpreter).values())
         if _type(v) is _Module and not v.__name__.startswith("triton.language")
@@ -173,8 +173,10 @@ def interpreter_namespaces(interpreter: Any) -> tuple[Any, ...]:
         for value in list(vars(module).values()):
             if isinstance(value, type) and value.__module__ == module.__name__:
                 entries.append(pristine.namespace(value.__qualname__, own_dict(value), strict=True))
-    # the interpreter calls a tensor argument's methods (``data_ptr``) inside the launch
+    # the interpreter calls a tensor argument's methods (``data_ptr``) inside the launch, and
+    # Python's builtins (``print`` becomes ``tl.static_print`` as it patches the language)
     entries.append(pristine.namespace("torch.Tensor", own_dict(torch.Tensor), strict=True))
+    entries.append(pristine.namespace("builtins", _vars(builtins), strict=True))  # not a copy
     instances = {"interpreter_builder": interpreter.interpreter_builder}
     instances["interpreter_semantic"] = interpreter.interpreter_semantic
     for label, instance in instances.items():
