@@ -168,6 +168,9 @@ del interpreter_builder.create_masked_store
 tl.settings = SimpleNamespace()  # no function, no descriptor: still not the language's
 found["object"] = interp.checked(honest, (x, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
 del tl.settings
+tl.__warningregistry__ = {}  # a warning issued from the language's code leaves one
+found["registry"] = interp.checked(honest, (x, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
+del tl.__warningregistry__
 torch.Tensor.data_ptr = helper  # called on each tensor argument inside the launch
 found["tensor"] = interp.checked(honest, (x, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
 del torch.Tensor.data_ptr
@@ -214,6 +217,7 @@ def test_a_kernel_body_is_triton_only():
     assert "InterpreterBuilder.create_masked_store" in found["builder"]
     assert "interpreter_builder.create_masked_store" in found["instance"]
     assert "settings replaced" in found["object"]
+    assert found["registry"] is None
     assert "torch.Tensor.data_ptr" in found["tensor"]
     assert "builtins.print" in found["print"]
     assert "argument 0 (a SimpleNamespace in a TensorWrapper)" in found["wrapper"]

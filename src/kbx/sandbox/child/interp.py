@@ -245,11 +245,15 @@ def replaced(rules: Any) -> list[str]:
     found = []
     for space in rules.spaces:
         for key, value in list(space.items()):
-            if _id(value) in rules.ids:
-                continue  # as imported
+            if _id(value) in rules.ids or _type(value) in _DATA:
+                continue  # as imported, or data nothing calls into (Python's warning registry)
             if foreign(value, rules) or judge(value, rules) is not None:
                 found.append(key)
     return found
+
+
+# containers of these exact types run no code when the interpreter reads the language's members
+_DATA = frozenset({dict, list, set, frozenset})
 
 
 def foreign(value: Any, rules: Any) -> bool:
