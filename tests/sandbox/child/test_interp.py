@@ -94,7 +94,11 @@ import torch
 import triton
 import triton.language as tl
 from triton.language.extra import libdevice
-from triton.runtime.interpreter import InterpretedFunction, TensorHandle
+from types import SimpleNamespace
+from triton.runtime.jit import TensorWrapper
+from triton.runtime.interpreter import (
+    InterpretedFunction, InterpreterBuilder, TensorHandle, interpreter_builder,
+)
 from kbx.sandbox.child import interp
 
 rules = interp.rules()
@@ -147,6 +151,29 @@ def calls_argument(x_ptr, FN: tl.constexpr):
     tl.store(x_ptr, FN(tl.load(x_ptr)))
 
 
+@triton.jit
+def numpy_device(x):
+    return np.tanh(x.handle.data)
+
+
+@triton.jit
+def first(a, b):
+    return a
+
+
+def swapped(a, b):
+    return np.tanh(a.handle.data)
+
+
+first.fn = swapped
+
+
+@triton.jit
+def reduces(x_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.store(x_ptr, tl.reduce(x, 0, first))
+
+
 x = torch.ones(4)
 found = {}
 for name, kernel, extra in [
@@ -156,8 +183,49 @@ for name, kernel, extra in [
     args = (x, x, 4) if name == "honest" else (x,)
     kwargs = {"BLOCK": 4, **extra} if name != "calls_argument" else extra
     found[name] = interp.checked(kernel, args, kwargs, rules, rewrite)[1]
-tl.sigmoid = helper
+sigmoid, tl.sigmoid = tl.sigmoid, helper
 found["patched"] = interp.checked(honest, (x, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
+tl.sigmoid = sigmoid
+found["device_argument"] = interp.checked(
+    calls_argument, (x,), {"FN": numpy_device}, rules, rewrite
+)[1]
+found["constexpr_device"] = interp.checked(
+    calls_argument, (x,), {"FN": tl.constexpr(numpy_device)}, rules, rewrite
+)[1]
+found["swapped_fn"] = interp.checked(reduces, (x,), {"BLOCK": 4}, rules, rewrite)[1]
+tl.core.tensor.relu = property(helper)
+found["property"] = interp.checked(honest, (x, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
+del tl.core.tensor.relu
+found["restored"] = interp.checked(honest, (x, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
+multiply, np.multiply = np.multiply, helper
+found["numpy"] = interp.checked(honest, (x, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
+np.multiply = multiply
+store = InterpreterBuilder.create_masked_store
+InterpreterBuilder.create_masked_store = helper
+found["builder"] = interp.checked(honest, (x, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
+InterpreterBuilder.create_masked_store = store
+interpreter_builder.create_masked_store = helper
+found["instance"] = interp.checked(honest, (x, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
+del interpreter_builder.create_masked_store
+tl.settings = SimpleNamespace()  # no function, no descriptor: still not the language's
+found["object"] = interp.checked(honest, (x, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
+del tl.settings
+tl.__warningregistry__ = {}  # a warning issued from the language's code leaves one
+found["registry"] = interp.checked(honest, (x, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
+del tl.__warningregistry__
+torch.Tensor.data_ptr = helper  # called on each tensor argument inside the launch
+found["tensor"] = interp.checked(honest, (x, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
+del torch.Tensor.data_ptr
+import builtins
+printer, builtins.print = builtins.print, helper  # the interpreter's tl.static_print
+found["print"] = interp.checked(honest, (x, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
+builtins.print = printer
+wrapper = TensorWrapper(x, tl.float32)
+wrapper.base = SimpleNamespace(data_ptr=helper)
+found["wrapper"] = interp.checked(honest, (wrapper, x, 4), {"BLOCK": 4}, rules, rewrite)[1]
+found["grid"] = interp.grid_shape(
+    honest, lambda meta: (meta["BLOCK"] // 2, 1), (x, x, 4), {"BLOCK": 4}, rewrite
+)
 print(json.dumps(found))
 """
 
@@ -165,7 +233,10 @@ print(json.dumps(found))
 def test_a_kernel_body_is_triton_only():
     """In the interpreter a kernel body runs as Python: one that reaches a Python function, NumPy,
     the block's NumPy array, torch (in a device function too), a Python function passed as an
-    argument, or a triton.language function the candidate replaced, is not Triton work; one of
+    argument, a device function handed in whose body does so, a combine function whose raw
+    ``.fn`` was swapped, or a triton.language function or property the candidate replaced, or
+    with the interpreter's own builder, NumPy's functions or torch.Tensor's methods replaced, or
+    an object of the candidate's put in the language, is not Triton work; one of
     triton.language, libdevice, device functions, constexprs, math constants and the builtins a
     compiled kernel may call is."""
     env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(ROOT / "src"))
@@ -179,6 +250,20 @@ def test_a_kernel_body_is_triton_only():
     assert "torch.tanh" in found["torch_in_device"]
     assert "argument FN (a function)" in found["calls_argument"]
     assert "sigmoid replaced" in found["patched"]
+    assert "numpy_device: np.tanh" in found["device_argument"]  # a device function handed in
+    assert "numpy_device: np.tanh" in found["constexpr_device"]
+    assert "swapped: np.tanh" in found["swapped_fn"]  # the raw .fn a reduction calls
+    assert "relu replaced" in found["property"]  # a property's getter runs Python too
+    assert found["restored"] is None
+    assert "numpy.multiply" in found["numpy"]  # the interpreter's own code looks it up
+    assert "InterpreterBuilder.create_masked_store" in found["builder"]
+    assert "interpreter_builder.create_masked_store" in found["instance"]
+    assert "settings replaced" in found["object"]
+    assert found["registry"] is None
+    assert "torch.Tensor.data_ptr" in found["tensor"]
+    assert "builtins.print" in found["print"]
+    assert "argument 0 (a SimpleNamespace in a TensorWrapper)" in found["wrapper"]
+    assert found["grid"] == [2, 1]  # a plain tuple, computed before the check
 
 
 def test_a_bodys_getattr_names_are_read_once_per_code_and_alike_for_equal_code():

@@ -107,7 +107,9 @@ def test_a_tensor_read_into_numpy_or_made_from_it_is_host_data():
 
 
 def test_the_profiler_s_controls_and_dlpack_are_sealed(tmp_path):
-    """Run in a child process: sealing replaces torch's functions for the rest of its life."""
+    """Run in a child process: sealing replaces torch's functions for the rest of its life; one
+    that turns RecordFunction off, and an operator's redispatch (the session would hear of no
+    operation), are refused too."""
     code = """
 import numpy as np, torch
 from kbx.sandbox.child import opcheck
@@ -115,10 +117,14 @@ recorder = opcheck.recorder()
 attempts, transfers = {}, {}
 opcheck.seal(attempts, transfers)
 recorder.start()
-try:
-    torch.autograd._disable_profiler()
-except RuntimeError:
-    pass
+quiet = torch._C._autograd._enable_record_function
+cpu = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
+around = lambda: torch.ops.aten.tanh.default.redispatch(cpu, torch.ones(3))
+for silence in (torch.autograd._disable_profiler, lambda: quiet(False), around):
+    try:
+        silence()
+    except RuntimeError:
+        pass
 np.from_dlpack(torch.ones(3))
 calls = recorder.stop()
 print(attempts, transfers, 'aten::ones' in calls)
@@ -128,7 +134,7 @@ print(attempts, transfers, 'aten::ones' in calls)
         env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
-    assert "{'profiler': 1} {'host': 1} True" in done.stdout, done.stderr[-2000:]
+    assert "{'profiler': 3} {'host': 1} True" in done.stdout, done.stderr[-2000:]
 
 
 def kernel(name: str, us: int, kind: str = "kernel") -> SimpleNamespace:

@@ -5,6 +5,10 @@ Only applied when the child runs with ``TRITON_INTERPRET=1``:
   body that reaches Python outside ``triton.language`` (a helper function, NumPy, torch, the
   loaded block's NumPy array behind ``.handle``) would compute outside Triton; compiled for the
   GPU it would not build.  The launch gate (``launches``) refuses such a launch as ``no_triton``;
+- the interpreter's own code is Triton's and NumPy's as imported (``interpreter_changes``): it
+  looks its builder's methods and NumPy's functions up as it runs, so one the candidate rebinds
+  for the length of its call (a store that computes, ``numpy.multiply``) would run inside every
+  body, and be gone before the case-end check (``pristine``); such a launch is ``no_triton``;
 - arguments stay where they are: on the CPU the interpreter's copies of its arguments to the host
   (and back) are the arguments themselves, so a launch runs no torch operation of its own;
 - multi-config autotuning needs a GPU to benchmark configurations; on the CPU every configuration
@@ -35,6 +39,8 @@ from typing import Any
 import torch
 from triton.language.core import is_builtin
 
+from kbx.sandbox.child import pristine
+
 EXTRA = "triton.language.extra"
 # Python's builtins a compiled Triton kernel may name (triton's code generator's own list)
 KERNEL_BUILTINS = (
@@ -59,7 +65,7 @@ _REFUSED_OPS = {
     )
     if n in _OPS
 }  # fmt: skip
-_type, _id, _vars, _getattr = type, id, vars, getattr
+_type, _id, _vars, _getattr, _tuple, _int = type, id, vars, getattr, tuple, int
 _Code, _Module, _Function = types.CodeType, types.ModuleType, types.FunctionType
 _BUILTINS = vars(builtins)
 
@@ -125,6 +131,7 @@ def rules(codes: list[Any] | None = None) -> SimpleNamespace:
     members = [v for space in [*spaces, vars(interpreter)] for v in list(space.values())]
     return SimpleNamespace(
         kept=(modules, values, codes, members),  # identities stay unique while these live
+        watched=interpreter_namespaces(interpreter),
         codes=frozenset(_id(c) for c in codes),
         spaces=spaces,
         ids=frozenset(_id(v) for v in [*modules, *values, *members]),
@@ -137,6 +144,50 @@ def rules(codes: list[Any] | None = None) -> SimpleNamespace:
         plain=frozenset({bool, int, float, complex, str, type(None), torch.dtype}),
         numpy_scalar=_numpy_scalar_types(),
     )
+
+
+# library modules whose names the interpreter's code (and NumPy's own) looks up as it runs, each
+# with its submodules, besides those the interpreter's module names (``interpreter_namespaces``)
+INTERPRETER_LIBRARIES = ("numpy", "inspect", "triton.runtime.jit")
+
+
+def interpreter_namespaces(interpreter: Any) -> tuple[Any, ...]:
+    """What the interpreter's code finds as it runs a launch, as it is now (``pristine``'s
+    entries): its module and each module it names (but ``triton.language``'s, which ``replaced``
+    checks) with their submodules, each class it and ``triton.runtime.jit`` define (any change
+    counts: a property too), ``torch.Tensor``'s, ``builtins``, its builder's and semantic's own
+    attributes and their classes (``__class__`` can be assigned)."""
+    names = {
+        v.__name__ for v in list(vars(interpreter).values())
+        if _type(v) is _Module and not v.__name__.startswith("triton.language")
+    }  # fmt: skip
+    names.discard("triton")  # the package: its runtime modules are named below
+    names.update(INTERPRETER_LIBRARIES)
+    names.add(interpreter.__name__)
+    entries = [
+        pristine.namespace(n, _vars(m), strict=False)
+        for n, m in sorted(sys.modules.items())
+        if _type(m) is _Module and any(n == p or n.startswith(p + ".") for p in names)
+    ]
+    for module in (interpreter, sys.modules["triton.runtime.jit"]):
+        for value in list(vars(module).values()):
+            if isinstance(value, type) and value.__module__ == module.__name__:
+                entries.append(pristine.namespace(value.__qualname__, own_dict(value), strict=True))
+    # the interpreter calls a tensor argument's methods (``data_ptr``) inside the launch, and
+    # Python's builtins (``print`` becomes ``tl.static_print`` as it patches the language)
+    entries.append(pristine.namespace("torch.Tensor", own_dict(torch.Tensor), strict=True))
+    entries.append(pristine.namespace("builtins", _vars(builtins), strict=True))  # not a copy
+    instances = {"interpreter_builder": interpreter.interpreter_builder}
+    instances["interpreter_semantic"] = interpreter.interpreter_semantic
+    for label, instance in instances.items():
+        entries.append(pristine.namespace(label, _vars(instance), strict=False))
+        entries.append(pristine.namespace(f"{label}'s class", {"": _type(instance)}, strict=True))
+    return tuple(entries)
+
+
+def interpreter_changes(rules: Any) -> list[str]:
+    """The interpreter's namespaces changed since ``rules`` (``interpreter_namespaces``)."""
+    return [name for entry in rules.watched for name in pristine.changed(entry)]
 
 
 def triton_root() -> str:
@@ -187,21 +238,41 @@ def triton_own(value: Any, rules: Any) -> bool:
 
 
 def replaced(rules: Any) -> list[str]:
-    """The functions of ``triton.language``'s modules and classes that are not Triton's own
-    any more: what the candidate put there would run inside every kernel body."""
+    """The names of ``triton.language``'s modules and classes that hold what neither Triton
+    put there nor a body may name: what the candidate put there would run inside every kernel
+    body (a function, a property), or inside the interpreter as it patches the language for a
+    launch (an object whose class answers any attribute)."""
     found = []
     for space in rules.spaces:
         for key, value in list(space.items()):
-            if foreign(value, rules):
+            if _id(value) in rules.ids or _type(value) in _DATA:
+                continue  # as imported, or data nothing calls into (Python's warning registry)
+            if foreign(value, rules) or judge(value, rules) is not None:
                 found.append(key)
     return found
 
 
+# containers of these exact types run no code when the interpreter reads the language's members
+_DATA = frozenset({dict, list, set, frozenset})
+
+
 def foreign(value: Any, rules: Any) -> bool:
-    """A callable (not a class) that is neither Triton's own nor a C function."""
-    if not callable(value) or isinstance(value, type) or triton_own(value, rules):
+    """A callable (not a class) or a descriptor (a property: its getter runs when a body reads
+    the attribute) that is neither Triton's own nor a C function."""
+    if isinstance(value, type) or triton_own(value, rules):
+        return False
+    if not callable(value) and not _descriptor(value):
         return False
     return _type(value) in (_Function, types.MethodType) or not _is_builtin(value)
+
+
+# read by type's own slots, never through a metaclass of the candidate's
+_MRO, _CLASS_DICT = vars(type)["__mro__"].__get__, vars(type)["__dict__"].__get__
+
+
+def _descriptor(value: Any) -> bool:
+    """Whether ``value``'s class (or a base) defines ``__get__`` (no candidate code runs)."""
+    return any("__get__" in _CLASS_DICT(c) for c in _MRO(_type(value)))
 
 
 def _is_builtin(value: Any) -> bool:
@@ -414,22 +485,44 @@ def kernel_problems(fn: Any, rules: Any) -> list[str]:
     return problems
 
 
-def bodies(fn: Any, rules: Any, rewrite: Callable[[Any], Any]) -> list[Any]:
-    """The kernel's body and those of the device functions it names, recursively, each as the
-    interpreter runs it (``rewrite``: Triton's, which caches what it made)."""
-    found, seen, todo = [fn], {_id(fn)}, [fn]
+def bodies(
+    fn: Any, rules: Any, rewrite: Callable[[Any], Any], handed: tuple[Any, ...] = ()
+) -> list[Any]:
+    """The kernel's body and those of the device functions it reaches (``handed``: the launch's
+    arguments), recursively: each as the interpreter runs it (``rewrite``: Triton's, which
+    caches what it made) and each device function's raw ``.fn`` too (the interpreter's
+    reductions and scans call a combine function's ``.fn``, which a candidate can swap after
+    ``triton.jit``)."""
+    found, seen = [fn], {_id(fn)}
+    todo: list[tuple[Any, list[Any]]] = [(fn, list(handed))]
     while todo:
-        current = todo.pop()
+        current, values = todo.pop()
         chains, _, _ = body_names(current.__code__)
-        for chain in chains:
-            _, value = resolve(chain, current.__globals__, builtins_of(current))
-            if _type(value) not in rules.kernels or _type(_vars(value).get("fn")) is not _Function:
-                continue
-            inner = rewrite(value)
-            if _type(inner) is _Function and _id(inner) not in seen:
-                seen.add(_id(inner))
-                found.append(inner)
-                todo.append(inner)
+        values += [resolve(c, current.__globals__, builtins_of(current))[1] for c in chains]
+        values += [*(current.__defaults__ or ()), *(current.__kwdefaults__ or {}).values()]
+        for kernel in device_functions(values, rules):
+            for inner in (rewrite(kernel), _vars(kernel)["fn"]):
+                if _type(inner) is _Function and _id(inner) not in seen:
+                    seen.add(_id(inner))
+                    found.append(inner)
+                    todo.append((inner, []))
+    return found
+
+
+def device_functions(values: list[Any], rules: Any, depth: int = 0) -> list[Any]:
+    """The device functions among ``values``: named there, or held in a tuple or an instance of
+    a ``triton.language`` class (a ``tl.constexpr``), as ``judge`` lets them through."""
+    found = []
+    for value in values:
+        t = _type(value)
+        if t in rules.kernels and _type(_vars(value).get("fn")) is _Function:
+            found.append(value)
+        elif t is tuple and depth < 4:
+            found += device_functions(list(value), rules, depth + 1)
+        elif t in rules.classes and depth < 4:
+            held: Any = _getattr(value, "__dict__", None)
+            if _type(held) is dict:
+                found += device_functions(list(held.values()), rules, depth + 1)
     return found
 
 
@@ -437,11 +530,23 @@ def argument_problems(args: tuple[Any, ...], kwargs: dict[str, Any], rules: Any)
     """Arguments a launch may not take: anything but plain tensors, numbers, dtypes, kernels."""
     problems = []
     for position, value in [*enumerate(args), *kwargs.items()]:
-        if _type(value) is torch.Tensor or _type(value) in rules.wrappers:
+        if _type(value) is torch.Tensor:
             continue
-        if (why := judge(value, rules)) is not None:
+        why = wrapped(value, rules) if _type(value) in rules.wrappers else judge(value, rules)
+        if why is not None:
             problems.append(f"argument {position} ({why})")
     return problems
+
+
+def wrapped(value: Any, rules: Any) -> str | None:
+    """Why a tensor wrapper (``TensorWrapper``, ``TensorDescriptor``) may not be an argument:
+    what it holds besides tensors (the interpreter calls its base's methods inside the launch)."""
+    for held in list(_vars(value).values()):
+        if _type(held) is torch.Tensor:
+            continue
+        if (why := judge(_tuple(held) if _type(held) is list else held, rules)) is not None:
+            return f"{why} in a {_type(value).__name__}"
+    return None
 
 
 def default_problems(fn: Any, rules: Any) -> list[str]:
@@ -463,13 +568,16 @@ def checked(
     if changed := replaced(rules):
         return (
             None,
-            f"triton.language's {', '.join(sorted(changed)[:4])} replaced by candidate code",
+            f"triton.language's {', '.join(sorted(set(changed))[:4])} replaced by candidate code",
         )
+    if changed := interpreter_changes(rules):
+        return None, f"the interpreter's {', '.join(changed[:4])} replaced by candidate code"
     fn = rewrite(kernel)
     if _type(fn) is not _Function:
         return None, f"kernel {source.__name__} runs a {_type(fn).__name__}"
-    problems = argument_problems(args, {k: v for k, v in kwargs.items() if k != "grid"}, rules)
-    for body in bodies(fn, rules, rewrite):
+    handed = {k: v for k, v in kwargs.items() if k != "grid"}
+    problems = argument_problems(args, handed, rules)
+    for body in bodies(fn, rules, rewrite, (*args, *handed.values())):
         problems += [f"{body.__name__}: {p}" for p in default_problems(body, rules)]
         problems += [f"{body.__name__}: {p}" for p in kernel_problems(body, rules)]
     if not problems:
@@ -480,6 +588,25 @@ def checked(
 
 
 SETTLED: list[bool] = []
+
+
+def grid_shape(
+    kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any], rewrite: Any
+) -> Any:
+    """What a grid function gives a launch of ``kernel``, over the launch's arguments bound to
+    the kernel's parameters as they are (as compiled Triton hands them to it), computed before
+    the launch gate's check: the grid function is the candidate's code, and inside the launch
+    the interpreter would call it after the check, where what it changes (an argument, a device
+    function, an interpreter's cache) would reach the body unread.  A tuple of ints, which the
+    launch then uses as it is."""
+    import inspect
+
+    fn = rewrite(kernel)
+    if _type(fn) is not _Function:
+        return grid  # refused by the check
+    spec = inspect.getfullargspec(fn)
+    meta = inspect.getcallargs(fn, *args, **{k: v for k, v in kwargs.items() if k in spec.args})
+    return _tuple(_int(n) for n in grid(meta))
 
 
 def settle() -> None:

@@ -117,13 +117,14 @@ def install_launch_counter(
         # the interpreter's other patches from the module itself, not its frozen copy: a
         # function kbx leaves where the candidate reaches it must not lead to frozen globals
         real("interp").apply(bound.sealed(extern, EXTERN_CODE, "create_extern_elementwise"))
-        run = interpreted_gate(
-            GridExecutor, InterpretedFunction.rewrite, state, marks, jit, interp.rules(codes)
-        )
+        rules = interp.rules(codes)
+        run = interpreted_gate(GridExecutor, InterpretedFunction.rewrite, state, marks, jit, rules)
         gates.append((InterpretedFunction, run))
     for cls, gate in gates:
         next(gate)
         cls.run = bound.sealed(gate, LAUNCH_CODE, "run")
+    if interpreted:  # what each launch compares the interpreter with: the gates in place
+        rules.watched = interp.interpreter_namespaces(sys.modules[GridExecutor.__module__])
     if lock is not None:
         real("launches").lock_autotuner(lock)
     if not interpreted:
@@ -193,7 +194,7 @@ def compiled(state: dict[str, Any], original: Any, kernel: Any, *args: Any, **kw
         state["compile_s"] += _monotonic() - began
 
 
-_monotonic = time.monotonic
+_monotonic, _type = time.monotonic, type
 
 
 def interpreted_gate(
@@ -230,6 +231,8 @@ def interpreted_launch(
     grid, warm = kwargs.pop("grid", None), kwargs.pop("warmup", False)
     if warm:
         return None
+    if callable(grid) and _type(kernel) in rules.kernels:  # the candidate's code: before the check
+        grid = interp.grid_shape(kernel, grid, args, kwargs, rewrite)
     fn, why = interp.checked(kernel, args, kwargs, rules, rewrite)
     if why is not None:
         state["refused"].append(why)

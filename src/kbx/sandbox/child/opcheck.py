@@ -85,12 +85,19 @@ def issuer(prefix: str) -> tuple[set[str], Callable[[], Any]]:
     return names, draw
 
 
+# torch's C functions that silence a session without stopping it: RecordFunction turned off on
+# a thread (the profiler hears of each aten operation through its callbacks), its callbacks
+# removed, a session's collection paused; kbx's own work calls none of them
+SILENCERS = ("_enable_record_function", "_clear_callbacks", "_toggle_collection_dynamic")
+
+
 def profiler_controls(attempts: dict[str, int]) -> list[tuple[Any, Any]]:
-    """The functions that start, stop or reconfigure a profiler session (the recorder keeps its
-    own, in its closure), each with a sealed stand-in that refuses and counts the attempt
-    (``attempts["profiler"]``), for ``replace_everywhere``."""
+    """The functions that start, stop, reconfigure or silence a profiler session (the recorder
+    keeps its own, in its closure), each with a sealed stand-in that refuses and counts the
+    attempt (``attempts["profiler"]``), for ``replace_everywhere``."""
+    silencers = [getattr(torch._C._autograd, name, None) for name in SILENCERS]
     pairs = []
-    for original in (_prepare, _enable, _disable):
+    for original in (_prepare, _enable, _disable, *(f for f in silencers if f is not None)):
         gate = refusing(attempts)
         next(gate)
         pairs.append((original, bound.sealed(gate, CALL_CODE, "refused")))
@@ -99,8 +106,22 @@ def profiler_controls(attempts: dict[str, int]) -> list[tuple[Any, Any]]:
 
 def seal(attempts: dict[str, int], counts: dict[str, int]) -> int:
     """The profiler's controls and DLPack sealed everywhere (``profiler_controls``,
-    ``host_transfers``); how many references."""
+    ``host_transfers``), and a redispatch refused (``seal_redispatch``); how many references."""
+    seal_redispatch(attempts)
     return replace_everywhere(profiler_controls(attempts) + host_transfers(counts))
+
+
+def seal_redispatch(attempts: dict[str, int]) -> None:
+    """An operator's redispatch (``OpOverload.redispatch``: its handle's ``redispatch_boxed``)
+    enters a kernel below the dispatcher's RecordFunction, so the session would record nothing
+    of what it computes: the handle's method is replaced by a sealed refusal, counted as a reach
+    for the session (``attempts["profiler"]``).  kbx's own work and torch's outside custom
+    operators call none."""
+    handle = getattr(torch._C, "_DispatchOperatorHandle", None)
+    if handle is not None and "redispatch_boxed" in vars(handle):
+        gate = refusing(attempts)
+        next(gate)
+        handle.redispatch_boxed = bound.sealed(gate, CALL_CODE, "refused")
 
 
 def refusing(attempts: dict[str, int]) -> Any:

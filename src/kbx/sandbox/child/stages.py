@@ -216,7 +216,10 @@ def refused(ctx: SimpleNamespace) -> None:
     launch the gate refused makes the call ``no_triton``; whatever the candidate did with the
     exception."""
     if ctx.attempts.get("profiler"):
-        raise opcheck.Tampered("it reached for kbx's profiler session (start, stop or settings)")
+        raise opcheck.Tampered(
+            "it reached for kbx's profiler session (start, stop, settings, or a redispatch"
+            " around its recording)"
+        )
     if ctx.state["refused"]:
         raise CandidateFailure(NO_TRITON, ctx.state["refused"][0])  # type: ignore[arg-type]
 
