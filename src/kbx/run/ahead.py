@@ -1,14 +1,14 @@
 """Compile stages run ahead of the candidates' GPU jobs, on cores the GPU jobs leave idle.
 
 On a fresh set every candidate's kernels compile, and inside its GPU job that compile holds a job
-slot (whose number the GPU's memory bounds) for seconds of CPU.  The scheduler offers each
-candidate that has to wait for a job thread here: a worker runs its compile stage (``kbx.sandbox.precompile``) while
-earlier candidates hold the GPU, and the stage leaves the kernels in the store its GPU child's
-cache is filled from.  A job claims its candidate's stage before it starts: a stage not begun yet
-is dropped (the GPU never waits for a stage that has not started; its child compiles as before), a
+slot (whose number the GPU's memory bounds) for seconds of CPU.  The scheduler offers each candidate
+that has to wait for a job thread here: a worker runs its compile stage (``kbx.sandbox.precompile``)
+while earlier candidates hold the GPU, and the stage leaves the kernels in the store its GPU child's
+cache is filled from.  A job claims its candidate's stage before it starts: a stage not begun yet is
+dropped (the GPU never waits for a stage that has not started; its child compiles as before), a
 stage running is waited for (its kernels are seconds from done), a finished one has left its
-kernels.  Candidates of one task with the same code share one stage.  No verdict depends on a
-stage: its figures go to the record's ``stage_s`` (``ahead``, ``ahead_wait``, ``ahead_bytes``)
+kernels.  Candidates of one task with the same code share one stage.  No verdict depends on a stage:
+its figures go to the record's ``stage_s`` (``ahead``, ``ahead_wait``, ``ahead_bytes``)
 (docs/design/throughput.md, Compile ahead).
 """
 

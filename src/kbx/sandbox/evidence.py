@@ -40,7 +40,8 @@ HOST = {
     "set_": "a tensor over a storage's bytes",
     "resolve_conj": "a tensor read into NumPy or Python",
     "resolve_neg": "a tensor read into NumPy or Python",
-    "kbx::host_memory": "tensors in memory torch did not allocate, or handed over by DLPack",
+    "kbx::host_memory": "tensors in memory torch did not allocate, handed over by DLPack, or"
+    " moved by a storage's raw methods",
     "kbx::written": "Python numbers written into a tensor one view at a time",
 }
 LAUNCHES = "kbx::launches"  # the child's launch marks in the profiler's session

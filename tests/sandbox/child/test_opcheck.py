@@ -106,12 +106,13 @@ def test_a_tensor_read_into_numpy_or_made_from_it_is_host_data():
     }
 
 
-def test_the_profiler_s_controls_and_dlpack_are_sealed(tmp_path):
+def test_the_profiler_s_controls_dlpack_and_a_storage_s_raw_transfers_are_sealed(tmp_path):
     """Run in a child process: sealing replaces torch's functions for the rest of its life; one
     that turns RecordFunction off, and an operator's redispatch (the session would hear of no
-    operation), are refused too."""
+    operation), are refused too; a storage's bytes written to a file object or made from a
+    buffer (no aten operation either) count as host memory, as DLPack does."""
     code = """
-import numpy as np, torch
+import io, numpy as np, torch
 from kbx.sandbox.child import opcheck
 recorder = opcheck.recorder()
 attempts, transfers = {}, {}
@@ -126,6 +127,8 @@ for silence in (torch.autograd._disable_profiler, lambda: quiet(False), around):
     except RuntimeError:
         pass
 np.from_dlpack(torch.ones(3))
+torch.ones(3).untyped_storage()._write_file(io.BytesIO(), False, False, 4)
+torch._C.StorageBase.from_buffer(b"1234", "little", dtype=torch.uint8)
 calls = recorder.stop()
 print(attempts, transfers, 'aten::ones' in calls)
 """
@@ -134,7 +137,7 @@ print(attempts, transfers, 'aten::ones' in calls)
         env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
-    assert "{'profiler': 3} {'host': 1} True" in done.stdout, done.stderr[-2000:]
+    assert "{'profiler': 3} {'host': 3} True" in done.stdout, done.stderr[-2000:]
 
 
 def kernel(name: str, us: int, kind: str = "kernel") -> SimpleNamespace:

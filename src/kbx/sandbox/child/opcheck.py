@@ -23,6 +23,8 @@ docs/design/trust-model.md gives the limits.
 
 from __future__ import annotations
 
+import ctypes
+import gc
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -106,8 +108,10 @@ def profiler_controls(attempts: dict[str, int]) -> list[tuple[Any, Any]]:
 
 def seal(attempts: dict[str, int], counts: dict[str, int]) -> int:
     """The profiler's controls and DLPack sealed everywhere (``profiler_controls``,
-    ``host_transfers``), and a redispatch refused (``seal_redispatch``); how many references."""
+    ``host_transfers``), a storage's raw transfers counted (``seal_storage``) and a redispatch
+    refused (``seal_redispatch``); how many references."""
     seal_redispatch(attempts)
+    seal_storage(counts)
     return replace_everywhere(profiler_controls(attempts) + host_transfers(counts))
 
 
@@ -188,6 +192,37 @@ def counted_call(original: Any, counts: dict[str, int]) -> Any:
             answer = (True, original(*args, **kwargs))
         except BaseException as exc:  # noqa: BLE001 - handed back to the caller to raise
             answer = (False, exc)
+
+
+# A storage's methods that move its bytes to or from Python (a file object, a buffer, shared
+# memory) or point it at other memory, with no aten operation; kbx's own work calls none.  Its
+# weak references (``_weak_ref``, ``_new_with_weak_ptr``...), which fake tensors use, stay.
+STORAGE_TRANSFERS = (
+    "_write_file", "_set_from_file", "_new_with_file", "from_buffer", "from_file",
+    "_swap_data_ptr_", "_resize_with_addr_", "_set_cdata", "_byteswap", "_get_shared_fd",
+    "_share_fd_cpu_", "_share_filename_cpu_", "_new_shared_fd_cpu", "_new_using_fd_cpu",
+    "_new_shared_filename_cpu", "_new_using_filename_cpu", "_share_cuda_", "_new_shared_cuda",
+)  # fmt: skip
+
+
+def seal_storage(counts: dict[str, int]) -> None:
+    """Each of ``STORAGE_TRANSFERS`` replaced in ``torch._C.StorageBase`` by a sealed stand-in
+    that counts its calls as host memory (``counts["host"]``), as DLPack's are.  The type is
+    immutable to Python code: its dict is reached behind the read-only proxy and the type's
+    attribute caches are invalidated after (``PyType_Modified``), before the candidate's import;
+    the originals live on only in the stand-ins' frames."""
+    base = torch._C.StorageBase
+    real = gc.get_referents(base.__dict__)[0]
+    for name in STORAGE_TRANSFERS:
+        held = real.get(name)
+        if held is None:
+            continue
+        static = isinstance(held, staticmethod)
+        gate = counted_call(held.__func__ if static else held, counts)
+        next(gate)
+        stand_in = bound.sealed(gate, CALL_CODE, name)
+        real[name] = staticmethod(stand_in) if static else stand_in
+    ctypes.pythonapi.PyType_Modified(ctypes.py_object(base))
 
 
 def host_transfers(counts: dict[str, int]) -> list[tuple[Any, Any]]:
