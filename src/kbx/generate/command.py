@@ -200,7 +200,7 @@ def close_soon(ev: Any) -> None:
     closer.start()
     closer.join(CLOSE_S)
     if closer.is_alive():  # a fork server still starting ends only once it is ready: kill it
-        from kbx.run.scheduler import parents
+        from kbx.run.cancel import parents
 
         me = os.getpid()
         for pid in [p for p, parent in parents().items() if parent == me]:
