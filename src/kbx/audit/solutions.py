@@ -19,7 +19,7 @@ from typing import Any
 from kbx.audit.hopper import spec_of
 from kbx.audit.torchops import TorchCalls
 from kbx.core.candidate import read_source
-from kbx.sandbox.child import launches
+from kbx.sandbox.child import interp, launches
 from kbx.sandbox.child.entry import CandidateFailure, import_entry
 from kbx.suite import find
 from kbx.suite.tensors import fresh_arguments
@@ -45,32 +45,31 @@ def audit_one(path: str, task_id: str, counter: launches.LaunchCounter) -> dict[
     return row
 
 
-def record_launches(specs: list[dict[str, Any]]) -> dict[str, str]:
-    """Append a spec for every distinct interpreted launch; returns the current-solution slot."""
-    from triton.runtime.interpreter import InterpretedFunction
-
+def record_launches(specs: list[dict[str, Any]]) -> tuple[dict[str, str], Any]:
+    """A spec appended for every distinct interpreted launch: the current-solution slot, and the
+    observer the launch gate calls with each launch it lets through (``state["observe"]``)."""
     current = {"task_id": "", "source": ""}
     seen: set[str] = set()
-    original = InterpretedFunction.run
 
-    def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
-        spec = spec_of(self.fn, args, kwargs)
+    def observe(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        spec = spec_of(kernel.fn, args, kwargs)
         if spec is not None:
             spec.update(current)
             key = json.dumps(spec, sort_keys=True, default=str)
             if key not in seen:
                 seen.add(key)
                 specs.append(spec)
-        return original(self, *args, grid=grid, warmup=warmup, **kwargs)
 
-    InterpretedFunction.run = run  # type: ignore[method-assign]
-    return current
+    return current, observe
 
 
 def main(folder: str, specs_path: str | None = None) -> int:
-    counter = launches.install_launch_counter(interpreted=True)
+    interp.settle()  # as in a child: before the launch gate takes the interpreter as it is
     specs: list[dict[str, Any]] = []
-    current = record_launches(specs)
+    current, observe = record_launches(specs)
+    state = launches.new_state()
+    state["observe"] = observe
+    counter = launches.install_launch_counter(interpreted=True, state=state)
     for cand in read_source(Path(folder)):
         current.update(task_id=cand.task_id, source=str(Path(cand.source).resolve()))
         print(json.dumps(audit_one(cand.source, cand.task_id, counter)), flush=True)

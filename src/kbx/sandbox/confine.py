@@ -72,6 +72,7 @@ def prepare(
                 os.chown(name, uid, uid, follow_symlinks=False)  # type: ignore[arg-type]
     paths = [str(p) for p in (workdir, *writable, *shared)]
     settings = Settings(uid=uid, gid=uid, writable=paths, device=device, limits=dict(LIMITS))
+    settings["locks"] = bool(shared)  # the GPU lock's files: the child flocks them
     settings.lock = lock
     return settings
 

@@ -148,7 +148,7 @@ def restrict(settings: dict[str, Any] | None, isolated: Sequence[str]) -> tuple[
         "rlimits": lambda: layers.rlimits(settings["limits"], device, drop),
         "landlock": lambda: layers.landlock(writable, device),
         "uid": lambda: layers.drop_ids(settings if drop else None),
-        "seccomp": lambda: layers.seccomp(device),
+        "seccomp": lambda: layers.seccomp(device, bool(settings.get("locks"))),
     }
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)  # landlock and seccomp need it
     applied = []

@@ -238,6 +238,8 @@ def interpreted_launch(
         state["refused"].append(why)
         raise RuntimeError(f"kbx: {why} (not Triton work: see kbx's trust model)")
     state["launches"] += 1
+    if (observe := state.get("observe")) is not None:  # kbx's audit of trusted solutions only
+        observe(kernel, args, kwargs)
     refuse_hooks(kernel, jit)
     state["depth"] += 1
     if marks is not None:

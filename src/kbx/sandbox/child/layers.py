@@ -234,15 +234,16 @@ def drop_ids(settings: dict[str, Any] | None) -> bool:
     return True
 
 
-def seccomp(device: str = "cuda") -> bool:
+def seccomp(device: str = "cuda", locks: bool = False) -> bool:
     """Deny (EPERM) ``DENIED``, and clone with a namespace flag; clone3 is ENOSYS (its flags
     lie in memory a filter cannot read; glibc then falls back to clone).  On the CPU
     ``UNCOUNTED_MEMORY``'s anonymous memory files are ENOSYS too, and, since nothing
     kbx runs makes a process (the interpreter runs kernels in this one), a clone without
     CLONE_THREAD, fork, vfork and exec are denied too: no helper process works outside the
     recorded one (``opcheck``), no fork bomb or orphan can start, and file locks
-    (``LOCKS_FCNTL``) are ENOLCK.  On the GPU Triton runs ``ptxas``, so processes stay possible
-    there (the pid namespace still holds them)."""
+    (``LOCKS_FCNTL``) are ENOLCK unless the child has ``locks`` to take (a GPU lock's files).
+    On the GPU Triton runs ``ptxas``, so processes stay possible there (the pid namespace
+    still holds them)."""
     if pyseccomp is None:
         return False
     sc: Any = pyseccomp
@@ -260,9 +261,10 @@ def seccomp(device: str = "cuda") -> bool:
                 filt.add_rule(sc.ERRNO(errno.ENOSYS), nr)
         for name in ("fork", "vfork", "execve", "execveat"):
             filt.add_rule(sc.ERRNO(errno.EPERM), name)
-        filt.add_rule(sc.ERRNO(errno.ENOLCK), "flock")
-        for cmd in LOCKS_FCNTL:
+        for cmd in () if locks else LOCKS_FCNTL:
             filt.add_rule(sc.ERRNO(errno.ENOLCK), "fcntl", sc.Arg(1, sc.EQ, cmd))
+        if not locks:
+            filt.add_rule(sc.ERRNO(errno.ENOLCK), "flock")
         filt.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
     filt.load()
     return True
