@@ -44,6 +44,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import evidence  # noqa: E402
 import runlogs  # noqa: E402
+from throughput import cpu_shares, jiffies  # noqa: E402
 
 ROOT = evidence.ROOT
 PY = sys.executable
@@ -137,9 +138,9 @@ def reference(name: str, device: str, limit_s: float, work: Path, out: Path) -> 
         (work / f"{name}.toml").write_text(tuning)
         cmd += ["--config", str(work / f"{name}.toml")]
     stop, memory = gpu_memory_sampler(device)
-    before = runlogs.cpu_times()
+    before = jiffies()
     run = Run(cmd, limit_s, work / f"{name}.log", env_for(device))
-    cores_busy = runlogs.busy_share(before, runlogs.cpu_times())
+    cores_busy = cpu_shares(before, jiffies())["busy"]
     stop.set()
     got = records(run_dir)
     verdicts = Counter(r["verdict"] for r in got)

@@ -1,6 +1,6 @@
 """What a run folder's logs say about where a run's time went, for a figure's file: the baselines
 stage (``logs/baselines-stage-*.log``, one line per task), the GPU lock's holds
-(``gpu*.lock.log``, by purpose) and the host's cores over the run (``/proc/stat``).
+(``gpu*.lock.log``, by purpose); the cores' share comes from ``throughput.cpu_shares``.
 
 A step cut off by its time limit still has them up to the cut, so a fresh machine's first run
 tells whether its baselines stage waited on the CPU (inductor's compiles) or on the GPU lock
@@ -82,23 +82,3 @@ def lock(run_dir: Path) -> dict[str, Any]:
         span = round(last - first, 1) if first is not None and last is not None else None
         out[path.name] = {"span_s": span, "by_purpose": dict(sorted(rounded.items()))}
     return out
-
-
-def cpu_times() -> list[int] | None:
-    """The host's CPU times (``/proc/stat``'s first line), None where there is none."""
-    try:
-        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-    except OSError:
-        return None
-    return [int(x) for x in fields]
-
-
-def busy_share(before: list[int] | None, after: list[int] | None) -> float | None:
-    """The share of every core's time between two ``cpu_times`` spent neither idle nor waiting
-    for I/O."""
-    if before is None or after is None:
-        return None
-    spent = [b - a for a, b in zip(before, after, strict=False)]
-    total = sum(spent)
-    idle = spent[3] + (spent[4] if len(spent) > 4 else 0)
-    return round(1 - idle / total, 3) if total > 0 else None
