@@ -3,6 +3,7 @@
 import csv
 
 import pytest
+import torch
 
 from kbx.suite import find, load_errors, load_suite, select
 from tests.conftest import ROOT, SHARED
@@ -123,3 +124,31 @@ def test_fused_mul_add_dropout_bmm_recovers_what_pinv_does():
         y = torch.randn(*m.shape[:1], case.shape[1], m.shape[1], dtype=torch.float64) @ m
         want = y @ torch.linalg.pinv(m)
         assert torch.allclose(module.recover(y, m), want, rtol=1e-10, atol=1e-12)
+
+
+def tensor_bytes(value) -> int:
+    """The bytes of every tensor in a call's arguments or result (nested in tuples and lists)."""
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, (tuple, list)):
+        return sum(tensor_bytes(v) for v in value)
+    if isinstance(value, dict):
+        return sum(tensor_bytes(v) for v in value.values())
+    return 0
+
+
+def test_held_bytes_are_near_what_a_call_holds():
+    """``Task.held_bytes`` sizes output caps and GPU reservations: for every correctness case it
+    covers the output and stays within a small multiple of every tensor the call holds.  The
+    product of a matmul's (M, K, N) counted as a tensor made the H100's fresh run reserve
+    928 TB for one task, which then ran alone (docs/design/memory.md)."""
+    far = []
+    for task in load_suite().values():
+        for case in task.cases:
+            made = task.make_inputs(case, "cpu")
+            held = tensor_bytes([*made.args, *made.kwargs.values()])
+            out = tensor_bytes(task.reference(*made.args, **made.kwargs))
+            estimate = task.held_bytes(case)
+            if not out <= estimate <= 8 * (held + out) + (64 << 10):
+                far.append(f"{task.id} {case.shape}: {estimate} for {held} + {out}")
+    assert not far, far

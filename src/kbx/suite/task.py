@@ -154,8 +154,26 @@ class Task:
 
     def held_bytes(self, case: Case) -> int:
         """An upper estimate of the bytes one call's tensors take, for output caps and memory
-        budgets: what it moves (``bytes_moved``, which is a lower bound of its traffic) plus its
-        shape's bytes for the output and for each input it writes in place (an in-place kernel
-        may move a few rows of a whole tensor that is still output: ``Index/index_fill_``)."""
-        shape = math.prod(case.shape) * case.dtype.itemsize
-        return int(self.bytes_moved(case)) + shape * (1 + len(self.inplace))
+        budgets: what it moves (``bytes_moved``, which is a lower bound of its traffic) plus,
+        where the case's shape is a tensor's (``shaped``), its bytes for the output and for each
+        input it writes in place (an in-place kernel may move a few rows of a whole tensor that
+        is still output: ``Index/index_fill_``)."""
+        moved = int(self.bytes_moved(case))
+        if not self.shaped():
+            return moved
+        return moved + math.prod(case.shape) * case.dtype.itemsize * (1 + len(self.inplace))
+
+    def shaped(self) -> bool:
+        """Whether a case's ``shape`` is the shape of one of its input tensors, as in the first
+        correctness case's inputs (built once, on the CPU), rather than a tuple of sizes such as
+        a matmul's (M, K, N), whose product is no tensor's size."""
+        known = self.__dict__.get("_shaped")
+        if known is None:
+            case = self.cases[0]
+            made = self.make_inputs(case, "cpu")
+            values = [*made.args, *made.kwargs.values()]
+            known = any(
+                isinstance(v, torch.Tensor) and tuple(v.shape) == tuple(case.shape) for v in values
+            )
+            object.__setattr__(self, "_shaped", known)
+        return bool(known)

@@ -42,6 +42,10 @@ def out_numel(c: Case) -> float:
     return numel(c.shape) * (1.5 if r == "tensor" else r)  # counts average 1.5
 
 
+def out_itemsize(c: Case) -> float:
+    return 8.0 if c.params.get("dtype") == "float64" else 4.0
+
+
 TASK = Task(
     entry="fused_repeat_interleave_log_softmax",
     signature=(
@@ -84,6 +88,6 @@ TASK = Task(
         Case((16384, 2048), seed=12, params={"repeats": "tensor", "dim": 1, "sized": True}),
     ),
     flops=lambda c: 4.0 * numel(c.shape) + out_numel(c),
-    bytes_moved=lambda c: 4.0 * (numel(c.shape) + out_numel(c)),
+    bytes_moved=lambda c: 4.0 * numel(c.shape) + out_itemsize(c) * out_numel(c),
     tolerance=Tolerance(rtol=1e-5, atol=1e-5),
 )
