@@ -203,3 +203,19 @@ def test_a_stale_timed_output_says_which_contents_it_fits(monkeypatch):
     with pytest.raises(Reject) as got:
         reference.judge(task, keyed(outputs))
     assert "values differ" in got.value.detail and "other contents" not in got.value.detail
+
+
+def test_only_a_random_task_s_reference_seeds_the_global_generator():
+    """A deterministic task's reference leaves torch's generator as it was: its seed, taken
+    without ``SEEDED``, landed between ``Random/rand``'s seed and draw in a thread beside it, and
+    two different seeds then drew the same output (`kbx validate` under load)."""
+    task = find("Math/rsqrt")
+    torch.manual_seed(5)
+    before = torch.get_rng_state()
+    references.run_reference(task, task.make_inputs(task.cases[0], "cpu"), 123, "cpu")
+    assert torch.equal(torch.get_rng_state(), before)
+    rand = find("Random/rand")
+    one = references.run_reference(rand, rand.make_inputs(rand.cases[2], "cpu"), 7, "cpu")
+    two = references.run_reference(rand, rand.make_inputs(rand.cases[2], "cpu"), 7, "cpu")
+    assert torch.equal(one, two)
+    assert not torch.equal(torch.get_rng_state(), before)

@@ -233,10 +233,13 @@ def run_reference(
     """The reference's outputs on the CPU, or (benchmark sizes, compared on the GPU anyway) left
     where they were computed.  A random task's reference draws from torch's one global generator,
     which it seeds: one at a time (``SEEDED``), or another thread's seed lands between the seed
-    and the draw."""
+    and the draw.  Any other task's reference leaves the generator alone: its seed, unlocked,
+    could land between a random task's seed and draw, and two draws from the same seed would
+    then look alike."""
     args, kwargs = fresh_arguments(inputs)
     with SEEDED if task.random else contextlib.nullcontext(), torch.no_grad():
-        torch.manual_seed(seed)
+        if task.random:
+            torch.manual_seed(seed)
         out = task.reference(*args, **kwargs)
     if task.inplace:
         out = (out, tuple(args[i] for i in task.inplace))
