@@ -90,6 +90,7 @@ class Run:
                 if self.first_line_s is None:
                     self.first_line_s = round(time.monotonic() - began, 2)
                 out.write(line)
+                out.flush()  # the log read live while the step runs
         self.code = proc.wait()
         timer.cancel()
         self.wall_s = round(time.monotonic() - began, 1)
@@ -169,6 +170,7 @@ def reference(name: str, device: str, limit_s: float, work: Path, out: Path) -> 
         "cores_busy_share": cores_busy,  # every process's, over the run
         "baselines_stage": runlogs.stage(run_dir, os.cpu_count() or 1),
         "gpu_lock": runlogs.lock(run_dir),
+        "gpu_memory": runlogs.memory(run_dir),
     }
     if run.cut or rejected or run.code:  # what the terminal said last, for the figure's reader
         figures["console_tail"] = run.log.read_text(errors="replace")[-4000:]

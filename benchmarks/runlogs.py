@@ -1,6 +1,7 @@
 """What a run folder's logs say about where a run's time went, for a figure's file: the baselines
 stage (``logs/baselines-stage-*.log``, one line per task), the GPU lock's holds
-(``gpu*.lock.log``, by purpose); the cores' share comes from ``throughput.cpu_shares``.
+(``gpu*.lock.log``, by purpose), the memory budget's waits (``gpu-memory.log``); the cores'
+share comes from ``throughput.cpu_shares``.
 
 A step cut off by its time limit still has them up to the cut, so a fresh machine's first run
 tells whether its baselines stage waited on the CPU (inductor's compiles) or on the GPU lock
@@ -82,3 +83,38 @@ def lock(run_dir: Path) -> dict[str, Any]:
         span = round(last - first, 1) if first is not None and last is not None else None
         out[path.name] = {"span_s": span, "by_purpose": dict(sorted(rounded.items()))}
     return out
+
+
+def memory(run_dir: Path) -> dict[str, Any]:
+    """The GPU memory budget's log (``gpu-memory.log``): the budget, the reservations that ran
+    alone (over the whole budget: everything else waited for them), the waits for room and the
+    guard's holds (the card fuller than the accounting)."""
+    path = run_dir / "gpu-memory.log"
+    if not path.exists():
+        return {}
+    start: dict[str, Any] = {}
+    alone: list[dict[str, Any]] = []
+    granted, guards = [], 0
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            row = json.loads(line)
+            event = row["event"]
+        except (ValueError, KeyError, TypeError):
+            continue
+        if event == "start" and not start:
+            start = {k: row.get(k) for k in ("budget", "context", "context_measured")}
+        elif event == "alone":
+            gb = round(float(row.get("bytes", 0)) / 1e9, 1)
+            alone.append({"what": row.get("what"), "gb": gb})
+        elif event == "granted":
+            granted.append(float(row.get("waited_s", 0.0)))
+        elif event == "guard":
+            guards += 1
+    return {
+        **start,
+        "alone": alone[:10],
+        "alone_n": len(alone),
+        "waits_over_1s": len(granted),
+        "waited_s": round(sum(granted), 1),
+        "guard_holds": guards,
+    }

@@ -141,8 +141,8 @@ def test_a_large_reservation_is_not_starved_by_small_ones_behind_it():
     assert got and "big" in got[0]
 
 
-def test_one_larger_than_the_budget_proceeds_alone_and_standing_holds_count():
-    room = Budget("gpu0", 100)
+def test_one_larger_than_the_budget_proceeds_alone_and_standing_holds_count(tmp_path):
+    room = Budget("gpu0", 100, log=tmp_path / "gpu-memory.log")
     spares = room.hold(40, "spares")  # standing: the others have 60
     small = room.reserve(50, "small")
     assert room.reserve(20, "more", wait=False) is None  # 40 + 50 + 20 > 100
@@ -155,6 +155,8 @@ def test_one_larger_than_the_budget_proceeds_alone_and_standing_holds_count():
     small.release()
     thread.join(5)
     assert huge and room.state()["active"] == 500  # alone: no deadlock
+    lines = [json.loads(x) for x in (tmp_path / "gpu-memory.log").read_text().splitlines()]
+    assert [x["what"] for x in lines if x["event"] == "alone"] == ["huge"]  # said in the log
     huge[0].release()  # type: ignore[attr-defined]
     spares.release()
     assert room.state() == {"standing": 0, "active": 0, "waiting": 0, "peak": 540}

@@ -169,6 +169,8 @@ class Budget:
         return free >= floor
 
     def take(self, nbytes: int, what: str, waited_s: float = 0.0) -> Grant:
+        if self.total is not None and self.standing + nbytes > self.total:
+            self.write("alone", what=what, bytes=nbytes, total=self.total)  # everything waits
         self.active += nbytes
         self.peak = max(self.peak, self.standing + self.active)
         if waited_s >= WAIT_LOGGED_S:
