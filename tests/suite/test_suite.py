@@ -139,13 +139,18 @@ def tensor_bytes(value) -> int:
 
 def test_held_bytes_are_near_what_a_call_holds():
     """``Task.held_bytes`` sizes output caps and GPU reservations: for every correctness case it
-    covers the output and stays within a small multiple of every tensor the call holds.  The
-    product of a matmul's (M, K, N) counted as a tensor made the H100's fresh run reserve
-    928 TB for one task, which then ran alone (docs/design/memory.md)."""
+    covers the output and stays within a small multiple of every tensor the call holds, and
+    building its inputs leaves torch's generator alone (a random task's seed and draw may be
+    under way in another thread).  The product of a matmul's (M, K, N) counted as a tensor made
+    the H100's fresh run reserve 928 TB for one task, which then ran alone
+    (docs/design/memory.md)."""
     far = []
     for task in load_suite().values():
         for case in task.cases:
+            state = torch.get_rng_state()
             made = task.make_inputs(case, "cpu")
+            if not torch.equal(torch.get_rng_state(), state):  # Task.shaped builds inputs
+                far.append(f"{task.id} {case.shape}: its inputs draw from torch's generator")
             held = tensor_bytes([*made.args, *made.kwargs.values()])
             out = tensor_bytes(task.reference(*made.args, **made.kwargs))
             estimate = task.held_bytes(case)
