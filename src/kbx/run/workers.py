@@ -82,7 +82,10 @@ class Workers:
         reserved = {g: self.parent.cores.for_gpu(g) for g in gpus}
         ctx = mp.get_context("spawn")  # the parent may have a CUDA context: no fork
         self.todo: Any = ctx.Queue()
-        self.done: Any = ctx.Queue()
+        # one results queue per worker: a worker killed while it writes keeps its queue's lock,
+        # and only its own results wait behind it
+        self.dones: list[Any] = [ctx.Queue() for _ in parts]
+        self.over = threading.Event()
         self.waiting: dict[int, tuple[queue.Queue[tuple[int, Result]], Candidate]] = {}
         self.started: dict[int, int] = {}  # candidate number -> the pid of the worker running it
         self.activity: dict[int, list[Activity]] = {}  # each worker's, as it last said
@@ -95,7 +98,7 @@ class Workers:
         self.procs = [
             ctx.Process(
                 target=serve,
-                args=(self.cfg, part, reserved, crowded(parts, part), self.todo, self.done, ls),
+                args=(self.cfg, part, reserved, crowded(parts, part), self.todo, self.dones[w], ls),
                 kwargs={"cards": cards, "share": share, "log": log},
                 name=f"kbx-worker-{w}",
             )
@@ -106,8 +109,12 @@ class Workers:
         for server in launched:  # the worker has its copy: the server ends when the worker does
             if server is not None:
                 server[0][0].close()
-        self.reader = threading.Thread(target=self.route, daemon=True, name="kbx-results")
-        self.reader.start()
+        self.readers = [
+            threading.Thread(target=self.route, args=(done,), daemon=True, name="kbx-results")
+            for done in self.dones
+        ]
+        for reader in self.readers:
+            reader.start()
 
     @staticmethod
     def measure(cfg: EvalConfig, gpus: list[int | None]) -> Cards:
@@ -153,11 +160,13 @@ class Workers:
                 continue
             yield numbered.pop(number), result
 
-    def route(self) -> None:
-        """Hand each result from the workers to the batch that waits for it."""
-        while True:
+    def route(self, done: Any) -> None:
+        """Hand each result from one worker to the batch that waits for it, until ``close``."""
+        while not self.over.is_set():
             try:
-                kind, number, value = self.done.get()
+                kind, number, value = done.get(timeout=POLL_S)
+            except queue.Empty:
+                continue
             except (EOFError, OSError, ValueError):
                 return
             with self.lock:
@@ -219,6 +228,7 @@ class Workers:
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait()
+        self.over.set()  # the result readers end within POLL_S
         self.parent.close(cancel)
 
 
