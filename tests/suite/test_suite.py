@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from kbx.suite import find, load_errors, load_suite, select
+from kbx.suite.tensors import leaves
 from tests.conftest import ROOT, SHARED
 
 SLICE = {
@@ -128,13 +129,7 @@ def test_fused_mul_add_dropout_bmm_recovers_what_pinv_does():
 
 def tensor_bytes(value) -> int:
     """The bytes of every tensor in a call's arguments or result (nested in tuples and lists)."""
-    if isinstance(value, torch.Tensor):
-        return value.numel() * value.element_size()
-    if isinstance(value, (tuple, list)):
-        return sum(tensor_bytes(v) for v in value)
-    if isinstance(value, dict):
-        return sum(tensor_bytes(v) for v in value.values())
-    return 0
+    return sum(t.numel() * t.element_size() for t in leaves(value))
 
 
 def test_held_bytes_are_near_what_a_call_holds():

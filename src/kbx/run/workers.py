@@ -109,11 +109,9 @@ class Workers:
         for server in launched:  # the worker has its copy: the server ends when the worker does
             if server is not None:
                 server[0][0].close()
-        self.readers = [
-            threading.Thread(target=self.route, args=(done,), daemon=True, name="kbx-results")
-            for done in self.dones
-        ]
-        for reader in self.readers:
+        for done in self.dones:
+            reader = threading.Thread(target=self.route, args=(done,), name="kbx-results")
+            reader.daemon = True
             reader.start()
 
     @staticmethod

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any, TypeAlias
 
@@ -159,21 +160,18 @@ class Task:
         input it writes in place (an in-place kernel may move a few rows of a whole tensor that
         is still output: ``Index/index_fill_``)."""
         moved = int(self.bytes_moved(case))
-        if not self.shaped():
+        if not self.shaped:
             return moved
         return moved + math.prod(case.shape) * case.dtype.itemsize * (1 + len(self.inplace))
 
+    @cached_property
     def shaped(self) -> bool:
         """Whether a case's ``shape`` is the shape of one of its input tensors, as in the first
         correctness case's inputs (built once, on the CPU), rather than a tuple of sizes such as
         a matmul's (M, K, N), whose product is no tensor's size."""
-        known = self.__dict__.get("_shaped")
-        if known is None:
-            case = self.cases[0]
-            made = self.make_inputs(case, "cpu")
-            values = [*made.args, *made.kwargs.values()]
-            known = any(
-                isinstance(v, torch.Tensor) and tuple(v.shape) == tuple(case.shape) for v in values
-            )
-            object.__setattr__(self, "_shaped", known)
-        return bool(known)
+        case = self.cases[0]
+        made = self.make_inputs(case, "cpu")
+        values = [*made.args, *made.kwargs.values()]
+        return any(
+            isinstance(v, torch.Tensor) and tuple(v.shape) == tuple(case.shape) for v in values
+        )
