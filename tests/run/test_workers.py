@@ -136,3 +136,30 @@ def test_a_run_over_worker_processes_judges_every_candidate_even_when_a_worker_d
     log = Path(records["Math/abs"]["detail"].rsplit("(its log: ", 1)[1].rstrip(")"))
     assert log.parent == out / "logs" and log.exists()  # its streams went there, not here
     assert records["Math/abs"]["stage"] == "run"
+
+
+def test_a_worker_killed_while_its_job_threads_wait_for_work_blocks_no_other_worker(
+    tmp_path: Path, monkeypatch
+):
+    """Two workers with two job slots each, every thread idle: one worker is killed, and the
+    candidates submitted at once, some handed to it before the parent sees it gone, are all
+    judged by the other.  With one queue shared by every worker, an idle thread of the killed one
+    could hold the queue's cross-process read lock for good, and nothing was judged again."""
+    monkeypatch.setattr(workers, "POLL_S", 0.1)
+    monkeypatch.setattr(cores.Reservation, "reserve", lambda self, gpus: None)
+    tuning = Tuning(jobs=4, procs=2, limits=LIMITS)
+    with Evaluator("cpu", run_dir=tmp_path / "run", baselines=None, tuning=tuning) as ev:
+        pool = ev.backend.runner  # type: ignore[union-attr]
+        assert isinstance(pool, Workers) and pool.slots == [2, 2]
+        victim = pool.procs[0]
+        deadline = time.monotonic() + 120
+        while len(pool.ready) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # every job thread waits for its first candidate
+        os.kill(victim.pid, signal.SIGKILL)  # type: ignore[arg-type]
+        code = (REFERENCE / "Math" / "add.py").read_text()
+        batch = [Candidate(f"c{i}", "Math/add", code + f"# {i}\n") for i in range(4)]
+        results = list(ev.submit(batch))
+        assert [r.verdict for r in results] == [Verdict.PASSED] * 4
+        assert not victim.is_alive() and pool.procs[1].is_alive()
+        assert not pool.handed and not pool.pending

@@ -1,5 +1,5 @@
 """Job processes: a run's job slots spread over worker processes, each with its own interpreter
-(one GIL), fork server and reference cache, taking candidates from one queue in the run's order.
+(one GIL), fork server and reference cache, handed candidates by the parent in the run's order.
 
 In one process every job thread shares the parent's interpreter: its children's follow-up, the
 loading of their outputs, the reference runs and the judging, so the checks slow down as job
@@ -8,14 +8,18 @@ evaluator starts that many workers: job slot i (the slots take the GPUs in turn)
 i % procs, so with ``procs`` a multiple of the GPUs each worker serves one GPU.  The parent keeps
 what is run-wide: the reserved timing cores (a worker adopts them), the baselines-first stage.
 
-A worker that dies takes its running candidates with it: each becomes a ``harness_error``; the
-others go on with the rest of the queue.  Workers that share a GPU hand their cached GPU memory
+Each worker has its own queues, in and out, and the parent hands it a candidate only when one of
+its slots is free: a worker killed while it holds a queue's cross-process lock (a job thread
+waiting in ``get``, a feeder thread in ``put``) blocks no other worker.  A worker that dies takes
+its running candidates with it: each becomes a ``harness_error``; those it had not started go to
+the others, which go on with the rest.  Workers that share a GPU hand their cached GPU memory
 back after each candidate: each process keeps its own cached blocks, and without that several
 workers run a GPU out of memory (docs/design/throughput.md, Worker processes).
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import itertools
 import multiprocessing as mp
@@ -81,13 +85,17 @@ class Workers:
             self.parent.cores.reserve(gpus)  # before any worker starts: it runs on the rest
         reserved = {g: self.parent.cores.for_gpu(g) for g in gpus}
         ctx = mp.get_context("spawn")  # the parent may have a CUDA context: no fork
-        self.todo: Any = ctx.Queue()
-        # one results queue per worker: a worker killed while it writes keeps its queue's lock,
-        # and only its own results wait behind it
+        self.todos: list[Any] = [ctx.Queue() for _ in parts]  # each worker's own, in and out
         self.dones: list[Any] = [ctx.Queue() for _ in parts]
+        for todo in self.todos:  # a dead worker's unread candidates never block the parent's exit
+            todo.cancel_join_thread()
         self.over = threading.Event()
         self.waiting: dict[int, tuple[queue.Queue[tuple[int, Result]], Candidate]] = {}
+        self.pending: collections.deque[tuple[int, Candidate]] = collections.deque()
+        self.slots = [len(part) for part in parts]
+        self.handed: dict[int, int] = {}  # candidate number -> the worker it was handed to
         self.started: dict[int, int] = {}  # candidate number -> the pid of the worker running it
+        self.ready: set[int] = set()  # the workers whose job threads have started
         self.activity: dict[int, list[Activity]] = {}  # each worker's, as it last said
         self.numbers = itertools.count()
         self.lock = threading.Lock()
@@ -98,8 +106,8 @@ class Workers:
         self.procs = [
             ctx.Process(
                 target=serve,
-                args=(self.cfg, part, reserved, crowded(parts, part), self.todo, self.dones[w], ls),
-                kwargs={"cards": cards, "share": share, "log": log},
+                args=(self.cfg, part, reserved, crowded(parts, part), self.todos[w], self.dones[w]),
+                kwargs={"launched": ls, "cards": cards, "share": share, "log": log},
                 name=f"kbx-worker-{w}",
             )
             for w, (part, ls, log) in enumerate(zip(parts, adopt, self.logs, strict=True))
@@ -109,8 +117,8 @@ class Workers:
         for server in launched:  # the worker has its copy: the server ends when the worker does
             if server is not None:
                 server[0][0].close()
-        for done in self.dones:
-            reader = threading.Thread(target=self.route, args=(done,), name="kbx-results")
+        for i in range(len(parts)):
+            reader = threading.Thread(target=self.route, args=(i,), name="kbx-results")
             reader.daemon = True
             reader.start()
 
@@ -147,8 +155,8 @@ class Workers:
                 number = next(self.numbers)
                 numbered[number] = cand
                 self.waiting[number] = (answers, cand)
-        for number, cand in numbered.items():
-            self.todo.put((number, cand))
+                self.pending.append((number, cand))
+            self.hand_out()
         trace.mark("parent: candidates queued")
         while numbered:
             try:
@@ -158,8 +166,21 @@ class Workers:
                 continue
             yield numbered.pop(number), result
 
-    def route(self, done: Any) -> None:
-        """Hand each result from one worker to the batch that waits for it, until ``close``."""
+    def hand_out(self) -> None:
+        """Candidates from the front of ``pending`` to the live workers with a free slot (with
+        ``lock`` held)."""
+        for w, proc in enumerate(self.procs):
+            busy = sum(1 for worker in self.handed.values() if worker == w)
+            while self.pending and busy < self.slots[w] and proc.is_alive():
+                number, cand = self.pending.popleft()
+                self.handed[number] = w
+                self.todos[w].put((number, cand))
+                busy += 1
+
+    def route(self, w: int) -> None:
+        """Hand each result from worker ``w`` to the batch that waits for it, and the worker its
+        next candidate, until ``close``."""
+        done = self.dones[w]
         while not self.over.is_set():
             try:
                 kind, number, value = done.get(timeout=POLL_S)
@@ -168,13 +189,17 @@ class Workers:
             except (EOFError, OSError, ValueError):
                 return
             with self.lock:
-                if kind == "start":
+                if kind == "ready":
+                    self.ready.add(w)
+                elif kind == "start":
                     self.started[number] = value
                 elif kind == "activity":
                     self.activity[number] = [Activity(*fields) for fields in value]
                 elif number in self.waiting:
                     self.started.pop(number, None)
+                    self.handed.pop(number, None)
                     self.waiting.pop(number)[0].put((number, value))
+                    self.hand_out()
 
     def running(self) -> list[Activity]:
         """What the parent (the baselines stage) and the live workers are working on."""
@@ -185,13 +210,23 @@ class Workers:
 
     def lost(self) -> None:
         """Results for the candidates of workers that have died: those they had started, and,
-        once none is left alive, all the rest."""
+        once none is left alive, all the rest; those handed to a dead worker that it had not
+        started go back to the front of ``pending``."""
         dead = {w.pid: w.exitcode for w in self.procs if not w.is_alive()}
         if not dead:
             return
         everyone = len(dead) == len(self.procs)
         logs = {w.pid: log for w, log in zip(self.procs, self.logs, strict=True)}
+        gone = {i for i, w in enumerate(self.procs) if w.pid in dead}
         with self.lock:
+            back = [n for n, w in self.handed.items() if w in gone and n not in self.started]
+            for number in sorted(back, reverse=True):
+                del self.handed[number]
+                self.pending.appendleft((number, self.waiting[number][1]))
+            if everyone:
+                self.pending.clear()
+            else:
+                self.hand_out()
             for number in sorted(self.waiting):
                 pid = self.started.get(number)
                 if pid in dead:
@@ -202,6 +237,7 @@ class Workers:
                 else:
                     continue
                 answers, cand = self.waiting.pop(number)
+                self.handed.pop(number, None)
                 stage = "run" if pid in dead else "read"
                 result = Result.of(cand, self.cfg.device, Verdict.HARNESS_ERROR, why, stage)
                 answers.put((number, result))
@@ -210,8 +246,9 @@ class Workers:
         """Workers end once their job threads have read a stop, or are killed after 30 s.  With
         ``cancel`` (Ctrl-C) each is told to stop at once (SIGTERM: it kills its children in
         flight, ``cancelled``) and killed if it has not within ``CANCEL_S``."""
-        for _ in range(self.jobs):
-            self.todo.put(None)
+        for todo, slots in zip(self.todos, self.slots, strict=True):
+            for _ in range(slots):
+                todo.put(None)
         if cancel:
             for w in self.procs:
                 w.terminate()
@@ -318,6 +355,7 @@ def serve(
     threads = [threading.Thread(target=job_thread, name=f"kbx-job-{i}") for i in range(len(slots))]
     for t in threads:
         t.start()
+    done.put(("ready", os.getpid(), None))
     over = threading.Event()
     threading.Thread(target=tell_activity, args=(done, over), daemon=True).start()
     for t in threads:
