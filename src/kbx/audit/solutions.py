@@ -63,14 +63,17 @@ def record_launches(specs: list[dict[str, Any]]) -> tuple[dict[str, str], Any]:
     return current, observe
 
 
-def main(folder: str, specs_path: str | None = None) -> int:
+def main(folder: str, specs_path: str | None = None, shard: str = "0/1") -> int:
+    """Audit the solutions under ``folder`` (``shard`` ``i/n``: every n-th from the i-th, so n
+    processes share the work), writing the launches' specs to ``specs_path``."""
+    index, count = (int(part) for part in shard.split("/"))
     interp.settle()  # as in a child: before the launch gate takes the interpreter as it is
     specs: list[dict[str, Any]] = []
     current, observe = record_launches(specs)
     state = launches.new_state()
     state["observe"] = observe
     counter = launches.install_launch_counter(interpreted=True, state=state)
-    for cand in read_source(Path(folder)):
+    for cand in read_source(Path(folder))[index::count]:
         current.update(task_id=cand.task_id, source=str(Path(cand.source).resolve()))
         print(json.dumps(audit_one(cand.source, cand.task_id, counter)), flush=True)
     if specs_path:
@@ -79,4 +82,4 @@ def main(folder: str, specs_path: str | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:3]))
+    sys.exit(main(*sys.argv[1:4]))
