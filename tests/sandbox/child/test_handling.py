@@ -57,3 +57,11 @@ def test_copies_use_tensorbase_even_when_torch_tensor_is_patched():
 def test_outputs_in_memory_torch_did_not_allocate_are_counted():
     assert handling.host_memory((torch.ones(2), torch.from_numpy(np.ones(2)))) == 1
     assert handling.host_memory(torch.empty(3)) == 0
+
+
+def test_outputs_without_a_storage_are_left_to_the_store_not_a_crash():
+    """A sparse or nested output has no storage to ask: counting host memory must not raise (the
+    child crashed, ``crashed``), the store names it (``outputs.storable``: ``wrong_shape``)."""
+    sparse = torch.ones(3).to_sparse()
+    nested = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)], layout=torch.jagged)
+    assert handling.host_memory((sparse, nested, torch.ones(1))) == 0

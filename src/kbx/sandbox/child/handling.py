@@ -131,10 +131,14 @@ def restore(dst: Any, src: Any) -> None:
 
 def host_memory(x: Any) -> int:
     """How many of the output's tensors view memory torch did not allocate (NumPy's, a
-    buffer's, a DLPack capsule's: their storage cannot be resized)."""
+    buffer's, a DLPack capsule's: their storage cannot be resized).  A tensor with no storage (a
+    sparse or nested layout) counts none here: kbx cannot store it (``outputs.storable``)."""
     k = kind(x)
     if k == "tensor":
-        return 0 if _resizable(_storage(x)) else 1
+        try:
+            return 0 if _resizable(_storage(x)) else 1
+        except (NotImplementedError, RuntimeError):
+            return 0
     if k in ("tuple", "list"):
         return sum(host_memory(v) for v in elements(x))
     return 0
