@@ -112,10 +112,14 @@ def test_odd_outputs_of_an_element_wise_task_are_the_candidates_verdicts(output,
     assert verdict(task, [output])[0] == expected
 
 
+SPECIAL = {"nan": math.nan, "inf": math.inf}
+
+
 def constant_like(want, inputs, kind):
     """Outputs of the reference's structure, shapes and dtypes: every tensor all zeros, all ones,
-    or (``identity``) a copy of the first input tensor of its shape and dtype (zeros where there
-    is none); Python numbers 0 or 1."""
+    all NaN or all infinity (floating tensors; zeros otherwise), or (``identity``) a copy of the
+    first input tensor of its shape and dtype (zeros where there is none); Python numbers 0 or 1
+    (NaN or infinity for a float)."""
     if isinstance(want, tuple | list):
         return type(want)(constant_like(w, inputs, kind) for w in want)
     if isinstance(want, torch.Tensor):
@@ -127,17 +131,22 @@ def constant_like(want, inputs, kind):
             ]
             if same:
                 return same[0].detach().clone()
+        if kind in SPECIAL and (want.dtype.is_floating_point or want.dtype.is_complex):
+            return torch.full(want.shape, SPECIAL[kind], dtype=want.dtype)
         fill = torch.ones if kind == "ones" else torch.zeros
         return fill(want.shape, dtype=want.dtype)
+    if isinstance(want, float) and kind in SPECIAL:
+        return SPECIAL[kind]
     if isinstance(want, bool | int | float):
         return type(want)(kind == "ones")
     return want
 
 
 def test_no_constant_or_identity_output_passes_any_deterministic_task():
-    """All-zero, all-one and identity outputs (a constant answer on every task, this year's
-    public exploit) fail every deterministic task of the suite: some case of each rejects each,
-    judged in-process by the trusted judge alone (no children)."""
+    """All-zero, all-one, all-NaN, all-infinity and identity outputs (a constant answer on every
+    task, this year's public exploit; a property check that compares with ``>`` lets NaN by)
+    fail every deterministic task of the suite: some case of each rejects each, judged
+    in-process by the trusted judge alone (no children)."""
     from kbx.suite import load_suite
 
     passing = []
@@ -145,7 +154,7 @@ def test_no_constant_or_identity_output_passes_any_deterministic_task():
         task = find(task) if isinstance(task, str) else task
         if task.random:
             continue
-        for kind in ("zeros", "ones", "identity"):
+        for kind in ("zeros", "ones", "identity", *SPECIAL):
             for index in range(len(task.cases)):
                 inputs, want = REFS.expected(task, "cases", index)
                 output = constant_like(want, inputs, kind)
