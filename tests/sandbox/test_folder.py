@@ -2,6 +2,7 @@
 files opened without following links, a name of kbx's replaced told apart, a filesystem of its
 own where the machine allows; and the kernel store only the parent writes."""
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -141,3 +142,34 @@ def test_what_is_copied_back_is_capped(tmp_path, folder, monkeypatch):
             f.write(b"x" * size)
     assert kernels.keep(folder, here) == 10
     assert sorted(p.name for p in here.iterdir()) == ["a.bin", "c.bin"]
+
+
+def test_a_kernels_group_file_is_pointed_at_the_childs_copies_and_names_nothing_else(
+    tmp_path, folder
+):
+    """Triton finds a kernel only where its group file's paths exist: written by another child,
+    they name that child's removed folder, so ``fill`` points them at this child's copies, and
+    a path outside the kernel's own folder or a group of another shape names nothing."""
+    here = kernels.entry(kernels.store_root(tmp_path / "store"), "Math/add", "x")
+    assert here is not None
+    (here / "H1").mkdir(parents=True)
+    (here / "H1" / "_add.cubin").write_bytes(b"kernel")
+    (here / "H1" / "_add.json").write_bytes(b"{}")
+    paths = {
+        "_add.cubin": "/tmp/kbx-gone/triton-cache/H1/_add.cubin",
+        "_add.json": "/tmp/kbx-gone/triton-cache/H1/_add.json",
+        "_x.ptx": "/etc/passwd",  # no such file beside it: dropped
+        "_y.ptx": 7,
+    }
+    (here / "H1" / "__grp___add.json").write_text(json.dumps({"child_paths": paths}))
+    (here / "H2").mkdir()
+    (here / "H2" / "__grp___sub.json").write_bytes(b"not json")
+    kernels.fill(here, folder)
+    inside = Path(f"{child_side(folder)}/triton-cache")
+    group = json.loads((inside / "H1" / "__grp___add.json").read_text())["child_paths"]
+    assert group == {
+        "_add.cubin": str(folder.path / "triton-cache" / "H1" / "_add.cubin"),
+        "_add.json": str(folder.path / "triton-cache" / "H1" / "_add.json"),
+    }
+    assert (inside / "H1" / "_add.cubin").read_bytes() == b"kernel"
+    assert json.loads((inside / "H2" / "__grp___sub.json").read_text()) == {"child_paths": {}}

@@ -5,7 +5,8 @@ A child compiles into ``triton-cache`` in its own folder (its uid, mode 0700, on
 where it has one): no other child can read it, plant a kernel or an autotuning choice in it, or
 fill it. Warm re-evaluations still find their kernels: the run's Triton cache folder (or
 ``--triton-cache``'s) is the parent's store, a folder per task and code (``entry``), that no child
-can reach. Before a child starts, ``fill`` copies its entry into the child's cache; after a child
+can reach. Before a child starts, ``fill`` copies its entry into the child's cache (each kernel's
+group file pointed at the copies: Triton finds a kernel by absolute paths); after a child
 that ran to its end, ``keep`` copies back what is new there: regular files only (read through
 descriptors, never following a link), named as Triton names its files, at most two levels deep,
 ``MAX_BYTES`` in all and never into the store disk's last ``RESERVE``. What a child leaves in its
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -32,6 +34,7 @@ NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.=+-]{0,199}$")  # Triton's: hashes 
 MAX_BYTES = 64 << 20  # copied back from one child
 RESERVE = 1 << 30  # the store's disk keeps this much free: a child's kernels never fill it
 MAX_FILES = 4096
+GROUP = "__grp__"  # Triton's index of one kernel's files (``regroup``)
 
 
 def entry(store: Path | None, task_id: str, code: str) -> Path | None:
@@ -53,11 +56,32 @@ def fill(source: Path | None, folder: Folder) -> None:
             here = source / top
             if here.is_dir() and not here.is_symlink():
                 folder.mkdir(f"{CACHE}/{top}")
-                for name in sorted(os.listdir(here)):
-                    if NAME.match(name) and (here / name).is_file():
-                        folder.write(f"{CACHE}/{top}/{name}", (here / name).read_bytes())
+                names = [n for n in sorted(os.listdir(here)) if NAME.match(n)]
+                for name in names:
+                    if (here / name).is_file():
+                        data = (here / name).read_bytes()
+                        if name.startswith(GROUP):
+                            data = regroup(data, folder.path / CACHE / top, names)
+                        folder.write(f"{CACHE}/{top}/{name}", data)
             elif here.is_file() and not here.is_symlink():
                 folder.write(f"{CACHE}/{top}", here.read_bytes())
+
+
+def regroup(data: bytes, here: Path, names: list[str]) -> bytes:
+    """A Triton group file (``__grp__<kernel>.json``: the absolute path of each of a kernel's
+    files) pointed at the copies in ``here``: Triton finds a kernel only where its group's
+    paths exist, and the child that wrote them had another folder.  Only names of files beside
+    it are kept; a group that is not Triton's shape comes out empty (the kernel compiles)."""
+    try:
+        paths = json.loads(data)["child_paths"]
+        kept = {
+            str(kind): str(here / Path(path).name)
+            for kind, path in paths.items()
+            if isinstance(path, str) and Path(path).name in names
+        }
+    except (ValueError, KeyError, TypeError, AttributeError):
+        kept = {}
+    return json.dumps({"child_paths": kept}).encode()
 
 
 def keep(folder: Folder, target: Path | None) -> int:
