@@ -18,7 +18,8 @@ from typing import Any
 
 TASK_LINE = re.compile(
     r"^(?P<task>\S+) start (?P<start>[\d.]+) waited_for_room (?P<waited>[\d.]+) "
-    r"measured (?P<wall>[\d.]+) cpu (?P<cpu>[\d.]+)$"
+    r"measured (?P<wall>[\d.]+) cpu (?P<cpu>[\d.]+)"
+    r"(?: peak_mib (?P<peak>\d+) kept_mib (?P<kept>\d+) estimate_mib (?P<estimate>\d+))?$"
 )
 END_LINE = re.compile(r"^stage (?P<s>[\d.]+) s, (?P<n>\d+) tasks$")
 FIELDS = ("n", "held_s", "waited_s")  # a lock log's figures per mode and purpose
@@ -27,14 +28,17 @@ FIELDS = ("n", "held_s", "waited_s")  # a lock log's figures per mode and purpos
 def stage(run_dir: Path, cores: int) -> dict[str, Any]:
     """The baselines stage: tasks measured, its wall time (None: cut before its end), the
     workers' CPU seconds and their share of the cores over the stage, the waits for room in the
-    GPU's memory budget, and the five tasks whose measurement took longest."""
+    GPU's memory budget, the five tasks whose measurement took longest, and the workers' peaks of
+    GPU memory against the budget's estimates (``estimates``)."""
     rows: list[dict[str, Any]] = []
     total_s: float | None = None
     for path in sorted((run_dir / "logs").glob("baselines-stage-*.log")):
         for line in path.read_text(errors="replace").splitlines():
             if found := TASK_LINE.match(line.strip()):
                 row = found.groupdict()
-                rows.append({k: v if k == "task" else float(v) for k, v in row.items()})
+                rows.append(
+                    {k: v if k == "task" else float(v) for k, v in row.items() if v is not None}
+                )
             elif found := END_LINE.match(line.strip()):
                 total_s = float(found["s"])
     if not rows:
@@ -51,6 +55,25 @@ def stage(run_dir: Path, cores: int) -> dict[str, Any]:
         "waited_for_room_s": round(sum(r["waited"] for r in rows), 1),
         "measured_s": round(sum(r["wall"] for r in rows), 1),
         "slowest": [{"task": r["task"], "wall_s": r["wall"], "cpu_s": r["cpu"]} for r in slowest],
+        "memory": estimates(rows),
+    }
+
+
+def estimates(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The workers' peaks of reserved GPU memory against the budget's estimates: how many tasks
+    went over theirs, the five furthest over (MiB), and the most a worker kept after a task."""
+    known = [r for r in rows if "peak" in r]
+    over = sorted(
+        (r for r in known if r["peak"] > r["estimate"]), key=lambda r: r["estimate"] - r["peak"]
+    )
+    return {
+        "tasks": len(known),
+        "over_estimate": len(over),
+        "furthest_over": [
+            {"task": r["task"], "peak_mib": int(r["peak"]), "estimate_mib": int(r["estimate"])}
+            for r in over[:5]
+        ],
+        "kept_mib_max": int(max((r["kept"] for r in known), default=0)),
     }
 
 

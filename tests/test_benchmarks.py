@@ -4,7 +4,11 @@ written as kbx writes them (``Budget.write``), a line a candidate could have gar
 import json
 import sys
 
+from kbx.evaluate.baselines import Baselines
+from kbx.gpu import footprint
 from kbx.gpu.budget import Budget
+from kbx.run import stage
+from kbx.suite import find
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -25,3 +29,28 @@ def test_the_memory_log_names_reservations_that_ran_alone(tmp_path):
     assert got["alone"] == [{"what": "baselines Fusion/huge", "gb": 0.0}] and got["alone_n"] == 1
     assert got["waits_over_1s"] == 1 and got["waited_s"] == 2.5 and got["guard_holds"] == 1
     assert runlogs.memory(tmp_path / "absent") == {}
+
+
+def test_the_stage_log_gives_each_workers_peak_beside_the_budgets_estimate(tmp_path):
+    """Lines as ``kbx.run.stage.line`` writes them: a task whose worker reported its peak of
+    reserved GPU memory, one measured where no worker said (no figures), the stage's end."""
+    store = Baselines()
+    add, conv = find("Math/add"), find("Convolution/conv2d")
+    assert add is not None and conv is not None
+    estimate = footprint.baseline_bytes(add)
+    store.spent = {add.id: (3.0, 1.5), conv.id: (9.0, 4.0)}
+    store.waited = {add.id: 0.5}
+    store.gpu_bytes = {add.id: {"peak_bytes": estimate + (300 << 20), "kept_bytes": 2 << 20}}
+    (tmp_path / "logs").mkdir()
+    lines = [stage.line(store, add, 1.0), stage.line(store, conv, 2.0), "stage 12.0 s, 2 tasks"]
+    (tmp_path / "logs" / "baselines-stage-1-1.log").write_text("\n".join(lines) + "\n")
+    got = runlogs.stage(tmp_path, cores=2)
+    assert got["tasks"] == 2 and got["stage_s"] == 12.0 and got["waited_for_room_s"] == 0.5
+    assert got["memory"] == {
+        "tasks": 1,
+        "over_estimate": 1,
+        "furthest_over": [
+            {"task": "Math/add", "peak_mib": (estimate >> 20) + 300, "estimate_mib": estimate >> 20}
+        ],
+        "kept_mib_max": 2,
+    }

@@ -64,8 +64,10 @@ def test_a_case_at_the_data_sheet_floor_is_not_too_fast_and_one_3x_under_it_is(g
 def fake_worker(calls: list, cpu_s: float = 0.0):
     """An ``in_worker`` that measures eager as 1 + case and fails every torch.compile."""
 
-    def in_worker(task, wanted, place, grant=None):
+    def in_worker(task, wanted, place, grant=None, figures=None):
         calls.extend(wanted)
+        if figures is not None:
+            figures.update(peak_bytes=3 << 20, kept_bytes=0)
         return {(i, k): (1.0 + i if k == "eager" else None) for i, k in wanted}, cpu_s
 
     return in_worker
@@ -84,6 +86,7 @@ def test_baselines_are_measured_once_then_come_from_the_cache(tmp_path, monkeypa
     assert sorted(calls) == sorted((i, k) for i in range(n) for k in bl.KINDS)
     assert got[(0, "eager")] == 1.0 and got[(0, "compile")] is None
     assert first.worker_cpu_s == 2.5  # what its workers reported
+    assert first.gpu_bytes[task.id] == {"peak_bytes": 3 << 20, "kept_bytes": 0}
     calls.clear()
     assert first.ms(task, ("eager",), CPU) == {(i, "eager"): 1.0 + i for i in range(n)}
     assert calls == []  # from memory
@@ -130,7 +133,7 @@ def test_a_baseline_s_interval_is_kept_beside_its_median(tmp_path, monkeypatch):
     task = find("Math/rsqrt")
     monkeypatch.setattr(bl, "baseline_key", lambda t, i, k: f"{t.id}|{i}|{k}")
 
-    def in_worker(task_, wanted, place, grant=None):
+    def in_worker(task_, wanted, place, grant=None, figures=None):
         got = {(i, k): 2.0 for i, k in wanted}
         got.update(
             {(i, f"{k}_lo"): 1.8 for i, k in wanted} | {(i, f"{k}_hi"): 2.2 for i, k in wanted}
@@ -182,7 +185,7 @@ def test_speedups_are_geometric_means_over_the_cases(tmp_path, monkeypatch):
     assert n >= 2
     monkeypatch.setattr(bl, "baseline_key", lambda t, i, k: f"{t.id}|{i}|{k}")
 
-    def in_worker(task_, wanted, place, grant=None):
+    def in_worker(task_, wanted, place, grant=None, figures=None):
         return {(i, k): (4.0 if k == "eager" else 2.0) * (i + 1) for i, k in wanted}, 0.0
 
     monkeypatch.setattr(bl, "in_worker", in_worker)

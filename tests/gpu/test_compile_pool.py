@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from kbx.core import incidents
-from kbx.gpu import compile_pool
+from kbx.gpu import compile_pool, footprint
+from kbx.gpu.budget import Budget
 from kbx.gpu.compile_pool import Pool, WorkerFailed
 from kbx.gpu.placement import CPU
 from kbx.sandbox.childenv import SOURCE_ROOT
@@ -105,3 +106,21 @@ def test_a_baseline_worker_computes_on_one_thread(monkeypatch):
     )
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "TORCHINDUCTOR_COMPILE_THREADS"):
         assert envs[0][name] == "1"
+
+
+def test_a_worker_keeps_a_used_contexts_worth_of_its_first_tasks_reservation():
+    """A worker that has run baselines holds more than a bare context (cuBLAS's and cuDNN's
+    workspaces, inductor's kernels): its standing hold is a used context's, as a job child's
+    is, split from the reservation of the task it was started for."""
+    room = Budget("gpu0", 10_000, context=100)
+    assert footprint.used_context(100) > 100
+    pool = Pool([sys.executable, "-c", FAKE])
+    try:
+        grant = room.reserve(footprint.used_context(100) + 500, "baselines Math/add")
+        pool.ask(None, dict(os.environ), {"task": "Math/add"}, 20.0, grant)
+        assert grant is not None
+        grant.release()
+        assert room.state()["standing"] == footprint.used_context(100)
+    finally:
+        pool.close()
+    assert room.state()["standing"] == 0

@@ -165,7 +165,11 @@ def serve() -> int:
             traceback.print_exc()  # to this worker's log in the run folder (``compile_pool``)
             reply = {"error": f"{type(exc).__name__}: {exc}"}
         if torch.cuda.is_initialized():
+            # the task's peak beside its estimate (the stage's log: docs/design/memory.md)
+            reply["peak_bytes"] = torch.cuda.max_memory_reserved()
             torch.cuda.empty_cache()  # what this task held goes back to the GPU
+            reply["kept_bytes"] = torch.cuda.memory_reserved()
+            torch.cuda.reset_peak_memory_stats()
         spent = (process_cpu_s(os.getpid()) or 0.0) - began  # with its waited children's
         reply["cpu_s"] = round(spent, 3)
         sys.stdout.write(MARK.decode() + json.dumps(reply) + "\n")

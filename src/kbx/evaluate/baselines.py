@@ -106,9 +106,10 @@ def baseline_key(task: Task, index: int, kind: str) -> str:
 
 def room_for(task: Task, place: Placement, wait: bool = True) -> budget.Grant:
     """A task's baseline measurement in its GPU's memory budget: its work and a worker's
-    context, waited for (``wait``; else ``NoRoom`` where it does not fit now)."""
+    context as it grows with use (cuBLAS's and cuDNN's workspaces, inductor's kernels), waited
+    for (``wait``; else ``NoRoom`` where it does not fit now)."""
     room = budget.on(place.gpu) if place.cuda else budget.UNLIMITED
-    need = room.context + footprint.baseline_bytes(task)
+    need = footprint.used_context(room.context) + footprint.baseline_bytes(task)
     grant = room.reserve(need, f"baselines {task.id}", wait=wait)
     if grant is None:
         raise NoRoom(f"no room on the GPU for the baselines of {task.id} now")
@@ -116,7 +117,11 @@ def room_for(task: Task, place: Placement, wait: bool = True) -> budget.Grant:
 
 
 def in_worker(
-    task: Task, wanted: list[tuple[int, str]], place: Placement, grant: budget.Grant | None = None
+    task: Task,
+    wanted: list[tuple[int, str]],
+    place: Placement,
+    grant: budget.Grant | None = None,
+    figures: dict[str, int] | None = None,
 ) -> tuple[Measured, float]:
     """Measure some (case, kind) pairs of one task in a trusted baseline process
     (``baseline_worker``): a worker of ``compile_pool`` kept between tasks, or, if that worker
@@ -125,15 +130,20 @@ def in_worker(
     one GIL with every job thread's and prefetch's Python (the dispatch mode runs Python for each
     operation), stretching its exclusive holds while every GPU's work waits
     (docs/design/throughput.md, Baselines).  ``grant``: its reservation in the GPU's memory
-    budget (``room_for``; None: waited for here)."""
+    budget (``room_for``; None: waited for here); ``figures`` gets the worker's peak of reserved
+    GPU memory for the task and what it kept after (``peak_bytes``, ``kept_bytes``)."""
     if grant is None:
         with room_for(task, place) as own:
-            return measure_in_worker(task, wanted, place, own)
-    return measure_in_worker(task, wanted, place, grant)
+            return measure_in_worker(task, wanted, place, own, figures)
+    return measure_in_worker(task, wanted, place, grant, figures)
 
 
 def measure_in_worker(
-    task: Task, wanted: list[tuple[int, str]], place: Placement, grant: budget.Grant
+    task: Task,
+    wanted: list[tuple[int, str]],
+    place: Placement,
+    grant: budget.Grant,
+    figures: dict[str, int] | None = None,
 ) -> tuple[Measured, float]:
     """``in_worker`` once its reservation is ``grant`` (a worker started for it keeps a
     context's worth of it as its own)."""
@@ -156,6 +166,8 @@ def measure_in_worker(
             raise RuntimeError(why + (f" (trace: {reply['log']})" if reply.get("log") else ""))
         found = reply.get("ok") or {}
         cpu_s = float(reply.get("cpu_s") or 0.0)
+        if figures is not None:
+            figures.update({k: int(reply[k]) for k in ("peak_bytes", "kept_bytes") if k in reply})
     ends = [(i, f"{k}{end}") for i, k in wanted for end in ("_lo", "_hi")]
     got: Measured = {(i, k): found[f"{i}:{k}"] for i, k in wanted}
     got.update({(i, k): found[f"{i}:{k}"] for i, k in ends if f"{i}:{k}" in found})
@@ -180,8 +192,9 @@ class Baselines:
     runs), else measured in a worker; the GPU's measured peaks, kept next to the cache.  Its
     prefetch threads start at the first ``prefetch`` and end with ``close``.  ``worker_cpu_s``:
     the CPU seconds its workers reported spending (where a cold run's cores went,
-    benchmarks/harness_throughput.py); ``waited`` and ``spent``: each task's wait for room on
-    the GPU and its measurement's wall and CPU seconds (the baselines stage's log)."""
+    benchmarks/harness_throughput.py); ``waited``, ``spent`` and ``gpu_bytes``: each task's wait
+    for room on the GPU, its measurement's wall and CPU seconds, and its worker's peak of
+    reserved GPU memory and what it kept after (the baselines stage's log)."""
 
     def __init__(self, path: Path | None = None, workers: int = PREFETCH_WORKERS) -> None:
         self.cache = BaselineCache(path) if path else None
@@ -190,6 +203,7 @@ class Baselines:
         self.worker_cpu_s = 0.0
         self.waited: dict[str, float] = {}  # task -> seconds its last measurement waited for room
         self.spent: dict[str, tuple[float, float]] = {}  # task -> (wall s, worker CPU s)
+        self.gpu_bytes: dict[str, dict[str, int]] = {}  # task -> its worker's peak and kept
         self.memory: dict[str, float | None] = {}  # baseline_key -> ms
         self.task_locks: dict[str, threading.Lock] = {}  # one measurement per task at a time
         self.lock = threading.Lock()
@@ -218,10 +232,12 @@ class Baselines:
             missing = [pair for pair in keys if pair not in got]
             if missing:
                 began = time.monotonic()
-                measured, cpu_s = in_worker(task, missing, place, grant)
+                figures: dict[str, int] = {}
+                measured, cpu_s = in_worker(task, missing, place, grant, figures)
                 with self.lock:
                     self.worker_cpu_s += cpu_s
                     self.spent[task.id] = (time.monotonic() - began, cpu_s)
+                    self.gpu_bytes[task.id] = figures
                 for pair, ms in measured.items():
                     key = keys.get(pair) or baseline_key(task, *pair)  # or an interval's end
                     if self.cache:

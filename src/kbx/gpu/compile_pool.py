@@ -24,6 +24,7 @@ import time
 from typing import Any
 
 from kbx.core import incidents
+from kbx.gpu import footprint
 from kbx.gpu.budget import Grant
 
 MARK = b"KBX-BASELINE "
@@ -134,6 +135,7 @@ class Pool:
             worker = spare.pop() if spare else None
         if worker is None:
             context = grant.budget.context if grant is not None and grant.budget else 0
+            context = footprint.used_context(context)  # a worker keeps what its tasks loaded
             standing = grant.split(context, "baseline worker") if grant is not None else None
             worker = Worker(self.cmd, env, standing)
         try:

@@ -162,8 +162,13 @@ def ahead_bytes(task: Task, case: Case) -> int:
     return int(2 * task.held_bytes(case) * ALLOCATOR_SLACK)
 
 
+def used_context(context: int) -> int:
+    """A context that has run work (a job's child, a baseline worker), not a bare one."""
+    return int(context * CONTEXT_GROWTH)
+
+
 def job_bytes(task: Task, timed: bool, context: int) -> int:
     """One job from its child's start to its result: the child's context and tensors, then (its
     child gone) the parent's check and, timed, any baseline measured for it."""
     after = max(check_bytes(task), baseline_bytes(task) if timed else 0)
-    return int(context * CONTEXT_GROWTH) + max(child_bytes(task, timed), after)
+    return used_context(context) + max(child_bytes(task, timed), after)

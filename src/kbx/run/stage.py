@@ -2,8 +2,9 @@
 
 A task per core (or ``Tuning.baseline_workers`` per GPU), spread over the GPUs: the stage has
 the cores and the GPU lock to itself (docs/design/throughput.md, Baselines).  Each task's wait
-for room on the GPU, wall and worker CPU seconds go to ``logs/baselines-stage-*.log`` in the run
-folder, the stage's whole time on its last line.
+for room on the GPU, wall and worker CPU seconds, and its worker's peak of GPU memory beside the
+budget's estimate go to ``logs/baselines-stage-*.log`` in the run folder, the stage's whole time
+on its last line.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from kbx.core import incidents
 from kbx.core.activity import BOARD
 from kbx.core.config import EvalConfig
 from kbx.evaluate.baselines import Baselines, open_baselines
-from kbx.gpu import compile_pool
+from kbx.gpu import compile_pool, footprint
 from kbx.gpu.placement import Placement
 from kbx.run.slots import gpu_slots
 from kbx.suite import find
@@ -88,10 +89,17 @@ def fetch(store: Baselines, cfg: EvalConfig, task: Task, place: Placement) -> No
 
 
 def line(store: Baselines, task: Task, start_s: float) -> str:
-    """A task's line in the stage's log."""
+    """A task's line in the stage's log: its times, then (where its worker said) its peak of
+    reserved GPU memory, what the worker kept after, and the budget's estimate, in MiB."""
     wall, cpu = store.spent.get(task.id, (0.0, 0.0))
     waited = store.waited.get(task.id, 0.0)
     times = f"waited_for_room {waited:.1f} measured {wall:.1f} cpu {cpu:.1f}"
+    memory = store.gpu_bytes.get(task.id, {})
+    if "peak_bytes" in memory:
+        mib = {k: v >> 20 for k, v in memory.items()}
+        estimate = footprint.baseline_bytes(task) >> 20
+        times += f" peak_mib {mib['peak_bytes']} kept_mib {mib.get('kept_bytes', 0)}"
+        times += f" estimate_mib {estimate}"
     return f"{task.id} start {start_s:.1f} {times}"
 
 
