@@ -82,8 +82,8 @@ def test_a_later_child_finds_the_stages_kernels_under_tritons_key(tmp_path, pool
     """Triton's own launch path (``JITFunction.run`` up to the launch, not the stage's compile
     only path) in a cache filled from the store as a GPU child's is (``kernels.fill``, in a
     folder at another path than the stage's): every kernel is a cache hit, none compiles.
-    Copied as they are, Triton's group files name the stage's removed folder and every kernel
-    compiled again (seen on an H100, 2026-12-07)."""
+    Copied as they are, Triton's group files would name the stage's removed folder and every
+    kernel would compile again (docs/design/throughput.md, Compile ahead)."""
     cfg = ChildConfig(device="cuda", triton_cache=tmp_path / "store")
     compile_ahead(find("Activation/relu"), RELU, cfg, 90, pool)
     entry = kernels.entry(cfg.triton_cache, "Activation/relu", RELU)

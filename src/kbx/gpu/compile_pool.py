@@ -134,8 +134,8 @@ class Pool:
             spare = self.idle.get(key) or []
             worker = spare.pop() if spare else None
         if worker is None:
-            context = grant.budget.context if grant is not None and grant.budget else 0
-            context = footprint.used_context(context)  # a worker keeps what its tasks loaded
+            bare = grant.budget.context if grant is not None and grant.budget else 0
+            context = footprint.used_context(bare)  # a worker keeps what its tasks loaded
             standing = grant.split(context, "baseline worker") if grant is not None else None
             worker = Worker(self.cmd, env, standing)
         try:
