@@ -10,6 +10,7 @@ the CPU) and prints one summary line; the results table is made again from the f
 budget left is under a minute. Steps and files:
 
 - ``reference``: ``kbx eval solutions/reference`` with default settings in a fresh run folder
+  and empty caches (a fresh machine's: kbx's baselines, inductor's and Triton's kernels)
   (reference-<gpu>.json, its records in reference-<gpu>.jsonl); ``reference-jobs16``,
   ``reference-cap22`` (the GPU memory budget capped at 22 GB) and ``reference-noperf``
   (correctness only, ``jobs = 16``) are its variants;
@@ -105,6 +106,20 @@ def env_for(device: str) -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=str(ROOT / "src"), PYTHONUNBUFFERED="1")
 
 
+# Where kbx, inductor and Triton keep what outlives a run: a reference step gets empty ones, so
+# that each variant measures a fresh machine even after an earlier step warmed this one.
+FRESH_CACHES = ("KBX_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+
+
+def fresh_env(device: str, folder: Path) -> dict[str, str]:
+    """``env_for`` with every cache that outlives a run in a new folder under ``folder``."""
+    env = env_for(device)
+    for name in FRESH_CACHES:
+        (folder / name.lower()).mkdir(parents=True, exist_ok=True)
+        env[name] = str(folder / name.lower())
+    return env
+
+
 def records(run_dir: Path) -> list[dict[str, Any]]:
     """A run folder's records, also of a run a time limit cut off (read from its store)."""
     from kbx.commands.report import NoResults, load_records
@@ -140,7 +155,7 @@ def reference(name: str, device: str, limit_s: float, work: Path, out: Path) -> 
         cmd += ["--config", str(work / f"{name}.toml")]
     stop, memory = gpu_memory_sampler(device)
     before = jiffies()
-    run = Run(cmd, limit_s, work / f"{name}.log", env_for(device))
+    run = Run(cmd, limit_s, work / f"{name}.log", fresh_env(device, work / f"{name}-caches"))
     cores_busy = cpu_shares(before, jiffies())["busy"]
     stop.set()
     got = records(run_dir)
@@ -164,6 +179,7 @@ def reference(name: str, device: str, limit_s: float, work: Path, out: Path) -> 
         "cut": run.cut,
         "exit": run.code,
         "tracebacks_on_terminal": run.tracebacks,
+        "caches": "fresh: " + ", ".join(FRESH_CACHES) + " empty at the start",
         "tuning": (tuning.strip() or "defaults")
         + (f", beside {BUSY} busy loops (benchmarks/gpu.py --busy {BUSY})" if BUSY else ""),
         "gpu_memory_used_max_mib": max(memory) if memory else None,

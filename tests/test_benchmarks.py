@@ -3,6 +3,7 @@ written as kbx writes them (``Budget.write``), a line a candidate could have gar
 
 import json
 import sys
+from pathlib import Path
 
 from kbx.evaluate.baselines import Baselines
 from kbx.gpu import footprint
@@ -54,3 +55,16 @@ def test_the_stage_log_gives_each_workers_peak_beside_the_budgets_estimate(tmp_p
         ],
         "kept_mib_max": 2,
     }
+
+
+def test_a_reference_step_measures_a_fresh_machine_whatever_ran_before(tmp_path, monkeypatch):
+    """Each variant's caches (kbx's baselines, inductor's and Triton's kernels) are new folders
+    of its own, empty, whatever the environment named: a step after another is not warm."""
+    import gpu
+
+    monkeypatch.setenv("KBX_CACHE_DIR", str(tmp_path / "warm"))
+    first = gpu.fresh_env("cuda", tmp_path / "reference-caches")
+    second = gpu.fresh_env("cuda", tmp_path / "reference-jobs16-caches")
+    for name in gpu.FRESH_CACHES:
+        assert first[name] != second[name] and not any(Path(first[name]).iterdir())
+    assert str(tmp_path / "warm") not in first.values()
