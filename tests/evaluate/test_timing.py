@@ -96,6 +96,25 @@ def test_baselines_are_measured_once_then_come_from_the_cache(tmp_path, monkeypa
     assert len(calls) == n  # no cache file: measured again
 
 
+def test_baselines_already_known_take_no_room_on_the_gpu(tmp_path, monkeypatch):
+    """Found in memory or the cache, a task's baselines come back although its GPU's budget
+    has no room (a job in the baselines stage's tail); only a measurement waits for room."""
+    task = find("Math/rsqrt")
+    monkeypatch.setattr(bl, "baseline_key", lambda t, i, k: f"{t.id}|{i}|{k}")
+    monkeypatch.setattr(bl, "in_worker", fake_worker([]))
+    first = Baselines(tmp_path / "b.sqlite")
+    first.ms(task, bl.KINDS, CPU)
+
+    def full(task_, place, wait=True):
+        raise bl.NoRoom("no room on the GPU")
+
+    monkeypatch.setattr(bl, "room_for", full)
+    assert first.ms(task, bl.KINDS, CPU, wait=False)[(0, "eager")] == 1.0  # from memory
+    assert Baselines(tmp_path / "b.sqlite").ms(task, ("eager",), CPU, wait=False)  # the cache
+    with pytest.raises(bl.NoRoom):
+        Baselines(None).ms(task, ("eager",), CPU, wait=False)  # to measure: waits for room
+
+
 def test_the_cache_keys_are_those_earlier_runs_wrote(monkeypatch):
     """Baselines cached by earlier runs are found: the key's form does not change."""
     machine = {"gpu": "H200", "driver": "570", "torch": "2.9", "triton": "3.5", "python": "3.11"}

@@ -262,7 +262,9 @@ def test_baselines_first_measures_each_task_once_before_any_candidate(
         assert sorted(task for task, _, _ in measured) == sorted(set(tasks))  # once per task
         assert {gpu for _, gpu, _ in measured} == {0, 1}
         assert all(lock == str(tmp_path / f"gpu{gpu}.lock") for _, gpu, lock in measured)
-        assert events == ["job 4"] * 5  # every job after the stage, Math/add's too
+        # every job once each task of the stage has begun (the last may not have recorded
+        # itself yet), Math/add's too: test_candidates_start_in_the_stages_tail_...
+        assert len(events) == 5 and all(event in ("job 3", "job 4") for event in events)
         assert len(results) == 5
         assert [left for _, left in told] == [4, 3, 2, 1, 0]  # first: the stage's count
         assert sorted(task for task, _ in told[1:]) == sorted(set(tasks))
@@ -275,6 +277,42 @@ def test_baselines_first_measures_each_task_once_before_any_candidate(
     finally:
         off.close()
     assert measured == []  # then each job's own prefetch does it (in the pipeline, faked here)
+
+
+def test_candidates_start_in_the_stages_tail_those_whose_baselines_are_done_first(
+    monkeypatch, gpu_setup
+):
+    """Two stage workers, three tasks: once Loss/kl_div, the last, has begun, the candidates
+    start while it and Math/sub are still measured (each waits for a job to begin), both of
+    Math/add's (done) first; theirs come last, and the stage ends while a job runs."""
+    began = threading.Event()
+    order: list[str] = []
+
+    def fake_ms(self, task, kinds, place, wait=True):
+        if task.id != "Math/add":
+            assert began.wait(10)  # still measured when the candidates start
+            order.append(f"measured {task.id}")
+        return {}
+
+    def fake_evaluate(candidate, cfg, fork_servers=None):
+        order.append(candidate.task_id)
+        began.set()
+        time.sleep(0.05)  # the stage's last measurements end meanwhile
+        return passed(candidate, cfg)
+
+    monkeypatch.setattr(baselines.Baselines, "ms", fake_ms)
+    monkeypatch.setattr(baselines, "on_device", lambda gpu: nullcontext())
+    monkeypatch.setattr(pipeline, "evaluate", fake_evaluate)
+    cfg = EvalConfig(device="cuda", baseline_cache=None, tuning=Tuning(baseline_workers=2))
+    sched = Scheduler(cfg, jobs=1, gpus=[0]).start()
+    try:
+        got = list(sched.submit(cands("Math/add", "Math/sub", "Loss/kl_div", "Math/add")))
+    finally:
+        sched.close()
+    assert len(got) == 4
+    jobs = [step for step in order if not step.startswith("measured")]
+    assert jobs == ["Math/add", "Math/add", "Math/sub", "Loss/kl_div"]
+    assert order.index("Math/add") < order.index("measured Loss/kl_div")  # overlapped
 
 
 def test_the_cpu_has_no_baselines_stage(monkeypatch):

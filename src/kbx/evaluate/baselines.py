@@ -217,18 +217,19 @@ class Baselines:
         """Every baseline of a task: from memory, else the cache, else measured (one process
         for all that are missing; one measurement per task at a time), after waiting for room
         on the GPU (``wait``; else ``NoRoom``) before the task's lock: no thread holds it while
-        it waits for room, which a job holding its own reservation could then wait for."""
+        it waits for room, which a job holding its own reservation could then wait for.  Found
+        all in memory or the cache, they take no room (a job in the baselines stage's tail
+        would otherwise wait beside the stage's workers for room it never uses)."""
+        keys = {(i, k): baseline_key(task, i, k) for i in range(len(task.bench)) for k in kinds}
+        got = self.known(keys)
+        if len(got) == len(keys):
+            return got
         with self.lock:
             task_lock = self.task_locks.setdefault(task.id, threading.Lock())
         asked = time.monotonic()
         with room_for(task, place, wait) as grant, task_lock:
             self.waited[task.id] = time.monotonic() - asked
-            keys = {(i, k): baseline_key(task, i, k) for i in range(len(task.bench)) for k in kinds}
-            got: Measured = {}
-            for pair, key in keys.items():
-                found, ms = (True, self.memory[key]) if key in self.memory else self.cached(key)
-                if found:
-                    got[pair] = self.memory[key] = ms
+            got = self.known(keys)  # another thread's measurement may have ended meanwhile
             missing = [pair for pair in keys if pair not in got]
             if missing:
                 began = time.monotonic()
@@ -246,6 +247,15 @@ class Baselines:
                     if pair in keys:
                         got[pair] = ms
             return got
+
+    def known(self, keys: dict[tuple[int, str], str]) -> Measured:
+        """The baselines of ``keys`` found in memory or the cache (kept in memory from then)."""
+        got: Measured = {}
+        for pair, key in keys.items():
+            found, ms = (True, self.memory[key]) if key in self.memory else self.cached(key)
+            if found:
+                got[pair] = self.memory[key] = ms
+        return got
 
     def missing(self, task: Task, kinds: tuple[str, ...]) -> bool:
         """Whether some baseline of the task is neither in memory nor in the cache (a lookup

@@ -201,17 +201,18 @@ class Scheduler:
     def submit(
         self, candidates: Iterable[Candidate], on_baseline: OnBaseline | None = None
     ) -> Iterator[tuple[Candidate, Result]]:
-        """Results as the candidates finish; in a timed run with ``baselines_first``, after every
-        baseline their tasks lack has been measured (``on_baseline`` after each task)."""
+        """Results as the candidates finish; in a timed run with ``baselines_first``, once every
+        task of the baselines stage has begun (``on_baseline`` after each task), the candidates
+        whose baselines are done first (``behind``)."""
         if self.pool is None:
             raise RuntimeError("Scheduler.submit before start")
+        staged: Future[None] | None = None
         if self.cfg.timed and self.cfg.tuning.baselines_first:
             candidates = list(candidates)
             if self.ahead is not None:  # compiled on the CPU while the baselines are measured
                 for cand in candidates:
                     self.ahead.offer(cand)
-            self.baselines([c.task_id for c in candidates], on_baseline)
-            trace.mark("parent: baselines stage over")
+            staged, candidates = self.behind(candidates, on_baseline)
         pending: dict[Future[Result], Candidate] = {}
         for cand in candidates:
             pending[self.queue(cand)] = cand
@@ -219,10 +220,39 @@ class Scheduler:
                 yield from drain(pending)
         while pending:
             yield from drain(pending)
+        if staged is not None:
+            staged.result()  # the stage's own failure (a task's is left to its job)
 
-    def baselines(self, task_ids: list[str], on_baseline: OnBaseline | None = None) -> None:
-        """Measure every baseline these tasks lack before any candidate runs (``kbx.run.stage``)."""
-        stage.measure(self.cfg, self.gpus, self.place, task_ids, on_baseline)
+    def behind(
+        self, candidates: list[Candidate], on_baseline: OnBaseline | None
+    ) -> tuple[Future[None], list[Candidate]]:
+        """The baselines stage begun in a thread of its own, and the candidates in the order
+        they may start once its last task has begun: those whose baselines are done (or were
+        cached) first, in their order, then those of the tasks still being measured, whose jobs
+        would otherwise hold a job thread while they wait for them (``Baselines.ms``)."""
+        progress = stage.Progress()
+        runner = ThreadPoolExecutor(1, thread_name_prefix="kbx-stage-run")
+        staged = runner.submit(
+            self.baselines, [c.task_id for c in candidates], on_baseline, progress
+        )
+        staged.add_done_callback(lambda _: trace.mark("parent: baselines stage over"))
+        runner.shutdown(wait=False)
+        progress.begun_all.wait()
+        trace.mark("parent: baselines stage's last task begun")
+        if staged.done():
+            staged.result()  # a stage that failed as a whole fails the run here
+        later = {id(c) for c in candidates if progress.waiting(c.task_id)}
+        first = [c for c in candidates if id(c) not in later]
+        return staged, first + [c for c in candidates if id(c) in later]
+
+    def baselines(
+        self,
+        task_ids: list[str],
+        on_baseline: OnBaseline | None = None,
+        progress: stage.Progress | None = None,
+    ) -> None:
+        """Measure every baseline these tasks lack (``kbx.run.stage``)."""
+        stage.measure(self.cfg, self.gpus, self.place, task_ids, on_baseline, progress)
 
     def close(self, cancel: bool = False) -> None:
         """End the job threads and the fork servers, and hand the cached GPU memory back: the

@@ -1,7 +1,9 @@
-"""The baselines stage: every baseline a run's tasks lack, measured before any candidate runs.
+"""The baselines stage: every baseline a run's tasks lack, measured before the candidates run.
 
 A task per core (or ``Tuning.baseline_workers`` per GPU), spread over the GPUs: the stage has
-the cores and the GPU lock to itself (docs/design/throughput.md, Baselines).  Each task's wait
+the cores and the GPU lock to itself until its last task has begun; from then on (its tail, when
+fewer tasks than workers are left) the candidates' jobs share them, those whose baselines are
+done first (``Progress``, docs/design/throughput.md, Baselines).  Each task's wait
 for room on the GPU, wall and worker CPU seconds, and its worker's peak of GPU memory beside the
 budget's estimate go to ``logs/baselines-stage-*.log`` in the run folder, the stage's whole time
 on its last line.
@@ -10,6 +12,7 @@ on its last line.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -28,18 +31,54 @@ from kbx.suite.task import Task
 OnBaseline = Callable[[str, int], None]  # a task's baselines measured; how many tasks are left
 
 
+class Progress:
+    """Where a stage is, for the candidates waiting behind it: ``begun_all`` is set once every
+    task of the stage has begun (or the stage has ended, measuring nothing or failing), and
+    ``left`` holds the tasks whose measurement is not done."""
+
+    def __init__(self) -> None:
+        self.begun_all = threading.Event()
+        self.left: set[str] = set()
+        self.lock = threading.Lock()
+
+    def done(self, task_id: str) -> None:
+        with self.lock:
+            self.left.discard(task_id)
+
+    def waiting(self, task_id: str) -> bool:
+        with self.lock:
+            return task_id in self.left
+
+
 def measure(
     cfg: EvalConfig,
     gpus: Sequence[int | None],
     place: Callable[[int | None], Placement],
     task_ids: list[str],
     on_baseline: OnBaseline | None = None,
+    progress: Progress | None = None,
 ) -> None:
     """Measure the baselines these tasks lack (the cache's are kept) on ``gpus``, each GPU's
     work where ``place`` puts it.  ``on_baseline`` is told ``("", n)`` as the stage begins (n
-    tasks to measure), then each task as it is done with how many are left.  A task whose
-    baselines fail here is told in one line (``incidents``) and left to its job, which measures
-    them again and reports the error."""
+    tasks to measure), then each task as it is done with how many are left; ``progress``, when
+    every task has begun and which are done.  A task whose baselines fail here is told in one
+    line (``incidents``) and left to its job, which measures them again and reports the
+    error."""
+    progress = progress or Progress()
+    try:
+        stage(cfg, gpus, place, task_ids, on_baseline, progress)
+    finally:
+        progress.begun_all.set()  # also where the stage ended early: nothing waits for it
+
+
+def stage(
+    cfg: EvalConfig,
+    gpus: Sequence[int | None],
+    place: Callable[[int | None], Placement],
+    task_ids: list[str],
+    on_baseline: OnBaseline | None,
+    progress: Progress,
+) -> None:
     store = open_baselines(cfg.baseline_cache)
     found = (find(i) for i in dict.fromkeys(task_ids))
     tasks = [t for t in found if t is not None and store.missing(t, cfg.kinds)]
@@ -47,6 +86,8 @@ def measure(
         return
     if on_baseline:
         on_baseline("", len(tasks))
+    progress.left = {t.id for t in tasks}
+    begun = [0]
     per_gpu = cfg.tuning.baseline_workers or max(1, len(os.sched_getaffinity(0)) // len(gpus))
     slots = gpu_slots(gpus, per_gpu * len(gpus))
     log = incidents.stream("baselines-stage")
@@ -54,6 +95,10 @@ def measure(
 
     def one(task: Task) -> str:
         gpu = slots.get()
+        with progress.lock:
+            begun[0] += 1
+            if begun[0] == len(tasks):
+                progress.begun_all.set()
         token = BOARD.begin(f"baselines of {task.id}", "measuring")
         start = time.monotonic()
         try:
@@ -61,6 +106,7 @@ def measure(
         finally:
             BOARD.end(token)
             slots.put(gpu)
+            progress.done(task.id)
         write(log, line(store, task, start - began))
         return task.id
 
