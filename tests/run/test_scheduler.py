@@ -315,6 +315,37 @@ def test_candidates_start_in_the_stages_tail_those_whose_baselines_are_done_firs
     assert order.index("Math/add") < order.index("measured Loss/kl_div")  # overlapped
 
 
+def test_a_cancelled_run_begins_no_further_baselines(monkeypatch, gpu_setup):
+    """Ctrl-C during the stage (``close(cancel=True)``): the task being measured ends, the
+    stage begins none of the others and counts none of them as measured."""
+    measured: list[str] = []
+    measuring, go = threading.Event(), threading.Event()
+
+    def fake_ms(self, task, kinds, place, wait=True):
+        measured.append(task.id)
+        measuring.set()
+        assert go.wait(10)
+        return {}
+
+    monkeypatch.setattr(baselines.Baselines, "ms", fake_ms)
+    monkeypatch.setattr(baselines, "on_device", lambda gpu: nullcontext())
+    cfg = EvalConfig(device="cuda", baseline_cache=None, tuning=Tuning(baseline_workers=1))
+    sched = Scheduler(cfg, jobs=1, gpus=[0]).start()
+    progress, told = scheduler.stage.Progress(), []
+    sched.staging = progress
+    ids = ["Math/add", "Math/sub", "Loss/kl_div"]
+    run = threading.Thread(
+        target=sched.baselines, args=(ids, lambda t, n: told.append(t), progress)
+    )
+    run.start()
+    assert measuring.wait(10)
+    sched.close(cancel=True)
+    go.set()
+    run.join(10)
+    assert not run.is_alive() and measured == ["Math/add"] and told == ["", "Math/add"]
+    assert progress.begun_all.is_set() and not progress.left
+
+
 def test_the_cpu_has_no_baselines_stage(monkeypatch):
     measured: list[tuple[str, int | None, str | None]] = []
     monkeypatch.setattr(baselines.Baselines, "ms", fake_measure(measured))

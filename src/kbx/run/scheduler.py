@@ -80,6 +80,7 @@ class Scheduler:
         self.pool: ThreadPoolExecutor | None = None
         self.memory: Memory | None = None
         self.ahead: Ahead | None = None  # compile stages ahead of the GPU jobs (cuda)
+        self.staging: stage.Progress | None = None  # a baselines stage under way (``behind``)
         self.in_flight = 0  # candidates submitted and not yet evaluated (``queue``)
         self.counting = threading.Lock()
 
@@ -230,7 +231,7 @@ class Scheduler:
         they may start once its last task has begun: those whose baselines are done (or were
         cached) first, in their order, then those of the tasks still being measured, whose jobs
         would otherwise hold a job thread while they wait for them (``Baselines.ms``)."""
-        progress = stage.Progress()
+        progress = self.staging = stage.Progress()
         runner = ThreadPoolExecutor(1, thread_name_prefix="kbx-stage-run")
         staged = runner.submit(
             self.baselines, [c.task_id for c in candidates], on_baseline, progress
@@ -259,7 +260,10 @@ class Scheduler:
         parent keeps its checks' blocks, and the next run in the same process would start with
         its children out of memory.  ``cancel`` (Ctrl-C): queued candidates never start and the
         children in flight are killed, so that their threads end in a second, not when the
-        slowest child reaches its time limit; their results are dropped."""
+        slowest child reaches its time limit; their results are dropped; a baselines stage
+        begins no further task."""
+        if cancel and self.staging is not None:
+            self.staging.cancelled.set()
         if self.ahead is not None:
             self.ahead.close()
             self.ahead = None

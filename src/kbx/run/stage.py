@@ -34,10 +34,12 @@ OnBaseline = Callable[[str, int], None]  # a task's baselines measured; how many
 class Progress:
     """Where a stage is, for the candidates waiting behind it: ``begun_all`` is set once every
     task of the stage has begun (or the stage has ended, measuring nothing or failing), and
-    ``left`` holds the tasks whose measurement is not done."""
+    ``left`` holds the tasks whose measurement is not done; once ``cancelled`` is set (Ctrl-C),
+    the stage begins no further task."""
 
     def __init__(self) -> None:
         self.begun_all = threading.Event()
+        self.cancelled = threading.Event()
         self.left: set[str] = set()
         self.lock = threading.Lock()
 
@@ -95,6 +97,10 @@ def stage(
 
     def one(task: Task) -> str:
         gpu = slots.get()
+        if progress.cancelled.is_set():  # left to a later run
+            slots.put(gpu)
+            progress.done(task.id)
+            return ""
         with progress.lock:
             begun[0] += 1
             if begun[0] == len(tasks):
@@ -113,8 +119,8 @@ def stage(
     with ThreadPoolExecutor(per_gpu * len(gpus), thread_name_prefix="kbx-stage") as pool:
         futures = [pool.submit(one, t) for t in tasks]
         for left, fut in enumerate(as_completed(futures), start=1):
-            if on_baseline:
-                on_baseline(fut.result(), len(futures) - left)
+            if on_baseline and (measured := fut.result()):  # "": skipped, the run cancelled
+                on_baseline(measured, len(futures) - left)
     compile_pool.POOL.close()  # the stage's idle workers: their contexts back to the card
     write(log, f"stage {time.monotonic() - began:.1f} s, {len(tasks)} tasks")
     if log is not None:
