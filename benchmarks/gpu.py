@@ -59,6 +59,7 @@ NEIGHBOURS = (
 LIMITS = {"reference": 570, "corpora": 330, "faults": 200, "validate": 240, "throughput": 570}
 LIMITS |= {"serve": 280, "clients": 300}
 BUSY = 0  # busy loops the steps run beside (``--busy``)
+REFERENCE_TARGET = "184/184 passed, first progress within 10 s, within 600 s"
 THROUGHPUT = {  # benchmarks/throughput.py's sets and options, by step
     "throughput": ["fresh", "cached"],
     "throughput-rl": ["rl"],
@@ -165,9 +166,13 @@ def reference(name: str, device: str, limit_s: float, work: Path, out: Path) -> 
         for r in got
         if r["verdict"] != "passed"
     ]
+    title, target = f"the reference solutions ({name})", REFERENCE_TARGET
+    if device == "cpu" and BUSY:  # issue 46's check: the trust checks reject nothing honest
+        title += f" on the CPU beside {BUSY} busy loops"
+        target = f"184/184 passed beside {BUSY} busy loops, on the development machine"
     figures = {
-        "title": f"the reference solutions ({name})",
-        "target": "184/184 passed, first progress within 10 s, within 600 s",
+        "title": title,
+        "target": target,
         "summary": f"{verdicts['passed']}/184 passed in {run.wall_s} s"
         + (" (cut off)" if run.cut else ""),
         "passed": verdicts["passed"],
