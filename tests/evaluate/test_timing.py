@@ -115,6 +115,34 @@ def test_baselines_already_known_take_no_room_on_the_gpu(tmp_path, monkeypatch):
         Baselines(None).ms(task, ("eager",), CPU, wait=False)  # to measure: waits for room
 
 
+def test_a_measurement_under_way_is_waited_for_without_room(monkeypatch):
+    """A second call for a task being measured (a job behind the baselines stage) waits for
+    that measurement and takes its numbers, asking no room of a GPU that has none."""
+    task = find("Math/rsqrt")
+    inside, release = threading.Event(), threading.Event()
+    monkeypatch.setattr(bl, "baseline_key", lambda t, i, k: f"{t.id}|{i}|{k}")
+    measure = fake_worker([])
+
+    def slow(*args, **kwargs):
+        inside.set()
+        assert release.wait(10)
+        return measure(*args, **kwargs)
+
+    monkeypatch.setattr(bl, "in_worker", slow)
+    store = Baselines(None)
+    first = threading.Thread(target=store.ms, args=(task, ("eager",), CPU))
+    first.start()
+    assert inside.wait(10)
+
+    def full(task_, place, wait=True):
+        raise bl.NoRoom("no room on the GPU")
+
+    monkeypatch.setattr(bl, "room_for", full)
+    threading.Timer(0.2, release.set).start()
+    assert store.ms(task, ("eager",), CPU, wait=False)[(0, "eager")] == 1.0
+    first.join(10)
+
+
 def test_the_cache_keys_are_those_earlier_runs_wrote(monkeypatch):
     """Baselines cached by earlier runs are found: the key's form does not change."""
     machine = {"gpu": "H200", "driver": "570", "torch": "2.9", "triton": "3.5", "python": "3.11"}

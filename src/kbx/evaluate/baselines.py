@@ -218,14 +218,18 @@ class Baselines:
         for all that are missing; one measurement per task at a time), after waiting for room
         on the GPU (``wait``; else ``NoRoom``) before the task's lock: no thread holds it while
         it waits for room, which a job holding its own reservation could then wait for.  Found
-        all in memory or the cache, they take no room (a job in the baselines stage's tail
-        would otherwise wait beside the stage's workers for room it never uses)."""
+        all in memory or the cache, or once a measurement under way ends, they take no room (a
+        job in the baselines stage's tail would otherwise hold room it never uses)."""
         keys = {(i, k): baseline_key(task, i, k) for i in range(len(task.bench)) for k in kinds}
         got = self.known(keys)
         if len(got) == len(keys):
             return got
         with self.lock:
             task_lock = self.task_locks.setdefault(task.id, threading.Lock())
+        with task_lock:  # a measurement under way (the stage's) ends first, holding no room
+            got = self.known(keys)
+        if len(got) == len(keys):
+            return got
         asked = time.monotonic()
         with room_for(task, place, wait) as grant, task_lock:
             self.waited[task.id] = time.monotonic() - asked

@@ -81,6 +81,7 @@ def stage(
     on_baseline: OnBaseline | None,
     progress: Progress,
 ) -> None:
+    """``measure``'s work: the tasks that lack baselines, measured by ``per_gpu`` threads a GPU."""
     store = open_baselines(cfg.baseline_cache)
     found = (find(i) for i in dict.fromkeys(task_ids))
     tasks = [t for t in found if t is not None and store.missing(t, cfg.kinds)]
