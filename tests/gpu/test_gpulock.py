@@ -310,3 +310,41 @@ def test_autotuning_times_each_config_in_an_exclusive_hold(tmp_path, monkeypatch
     own = tuner._do_bench = lambda call, quantiles: [1.0]  # the kernel's own: kept
     Autotuner._bench(tuner, config=Config())
     assert tuner._do_bench is own
+
+
+def test_a_run_that_times_nothing_autotunes_briefly_under_a_shared_hold(tmp_path, monkeypatch):
+    """Correctness only (``timed`` off): no timing anywhere needs the GPU to itself for a
+    config, so configs are benchmarked briefly beside other candidates' work (never beside a
+    timing: a shared hold); the choice decides no figure."""
+    import torch
+    from triton.runtime.autotuner import Autotuner
+
+    from kbx.gpu import gpulock
+    from kbx.sandbox.child import launches
+
+    seen = []
+    monkeypatch.setattr(
+        Autotuner, "_bench", lambda self, *a, config, **k: seen.append(gpulock._held.mode)
+    )
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    launches.lock_autotuner(str(tmp_path / "gpu0.lock"), timed=False)
+
+    class Fn:
+        def run(self, *args, **kwargs):
+            pass
+
+    class Config:
+        def all_kwargs(self):
+            return {"BLOCK": 128}
+
+    class Tuner:
+        fn = Fn()
+        _do_bench = None
+
+    tuner = Tuner()
+    Autotuner._bench(tuner, config=Config())
+    assert seen == ["sh"] and not gpulock.holding()
+    assert tuner._do_bench.keywords == {
+        "warmup": launches.UNTIMED_WARMUP_MS,
+        "rep": launches.UNTIMED_REP_MS,
+    }

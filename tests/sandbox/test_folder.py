@@ -132,6 +132,24 @@ def test_the_kernel_store_carries_regular_files_of_the_same_code_and_task_only(t
     shutil.rmtree(tmp_path / "store")
 
 
+def test_a_run_that_times_nothing_keeps_its_kernels_but_not_its_autotuning_choices(
+    tmp_path, folder
+):
+    """A correctness-only run's configs were benchmarked briefly beside other work: the store
+    takes its kernels, not its choice, which a later timed run of the same code makes again."""
+    here = kernels.entry(kernels.store_root(tmp_path / "store"), "Math/add", "x")
+    kernels.fill(here, folder)
+    inside = f"{child_side(folder)}/triton-cache"
+    os.makedirs(f"{inside}/K1")
+    for name in ("add_kernel.cubin", "add_kernel.autotune.json"):
+        with open(f"{inside}/K1/{name}", "wb") as f:
+            f.write(b"x")
+    kernels.keep(folder, here, choices=False)
+    assert sorted(p.name for p in here.rglob("*")) == ["K1", "add_kernel.cubin"]
+    kernels.keep(folder, here)  # a timed run's: kept
+    assert (here / "K1" / "add_kernel.autotune.json").exists()
+
+
 def test_what_is_copied_back_is_capped(tmp_path, folder, monkeypatch):
     monkeypatch.setattr(kernels, "MAX_BYTES", 10)
     here = kernels.entry(kernels.store_root(tmp_path / "store"), "Math/add", "x")

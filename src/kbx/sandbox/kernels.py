@@ -35,6 +35,7 @@ MAX_BYTES = 64 << 20  # copied back from one child
 RESERVE = 1 << 30  # the store's disk keeps this much free: a child's kernels never fill it
 MAX_FILES = 4096
 GROUP = "__grp__"  # Triton's index of one kernel's files (``regroup``)
+CHOICE = ".autotune.json"  # Triton's file of one autotuning's config timings (``keep``)
 
 
 def entry(store: Path | None, task_id: str, code: str) -> Path | None:
@@ -84,9 +85,12 @@ def regroup(data: bytes, here: Path, names: list[str]) -> bytes:
     return json.dumps({"child_paths": kept}).encode()
 
 
-def keep(folder: Folder, target: Path | None) -> int:
+def keep(folder: Folder, target: Path | None, choices: bool = True) -> int:
     """Copy what the child added to its cache into the store's ``target``; the bytes copied.
-    Nothing the child made is followed, opened by name or trusted beyond being bytes."""
+    Nothing the child made is followed, opened by name or trusted beyond being bytes.  Without
+    ``choices`` (a run that times nothing), no autotuning choice is kept: its configs were
+    benchmarked briefly beside other work (``launches.lock_autotuner``), and a later timed run
+    of the same code must choose again, alone on the GPU."""
     if target is None:
         return 0
     budget = [MAX_BYTES, MAX_FILES]
@@ -96,23 +100,23 @@ def keep(folder: Folder, target: Path | None) -> int:
         budget[0] = min(MAX_BYTES, shutil.disk_usage(target.parent).free - RESERVE)
         cache = os.open(CACHE, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder.fd)
         try:
-            copied = keep_folder(cache, target, budget, depth=1)
+            copied = keep_folder(cache, target, budget, depth=1, choices=choices)
         finally:
             os.close(cache)
     return copied
 
 
-def keep_folder(fd: int, target: Path, budget: list[int], depth: int) -> int:
+def keep_folder(fd: int, target: Path, budget: list[int], depth: int, choices: bool = True) -> int:
     copied = 0
     for name in sorted(os.listdir(fd)):
-        if not NAME.match(name) or budget[1] <= 0:
+        if not NAME.match(name) or budget[1] <= 0 or (not choices and name.endswith(CHOICE)):
             continue
         budget[1] -= 1
         info = os.stat(name, dir_fd=fd, follow_symlinks=False)
         if stat.S_ISDIR(info.st_mode) and depth < 2:
             sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
             try:
-                copied += keep_folder(sub, target / name, budget, depth + 1)
+                copied += keep_folder(sub, target / name, budget, depth + 1, choices)
             finally:
                 os.close(sub)
         elif stat.S_ISREG(info.st_mode) and not (target / name).exists():

@@ -170,7 +170,7 @@ class Child:
         finally:
             if write_fd >= 0:
                 os.close(write_fd)
-        kernels.keep(folder, self.store)  # it ran to its end: its kernels, for a warm run
+        kernels.keep(folder, self.store, self.cfg.timed)  # its kernels, for a warm run
         return run
 
     def shared(self) -> list[Path]:

@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from kbx.gpu.gpulock import exclusive, holding, locked
+from kbx.gpu.gpulock import exclusive, holding, locked, shared
 from kbx.sandbox.child import bound, interp, libdevice, pristine
 
 
@@ -90,12 +90,14 @@ def install_launch_counter(
     libdevice_ranges: Any = None,
     state: dict[str, Any] | None = None,
     codes: list[Any] | None = None,
+    timed: bool = True,
 ) -> LaunchCounter:
     """Every Triton kernel launch (compiled or interpreted) from here on goes through the gate.
     ``marks``: the recorder's draw of launch ranges (``opcheck.issuer``), one around each
     launch; ``libdevice_ranges``: its draw of libdevice ranges, around the libdevice stand-ins'
-    torch work (the CPU); ``codes``: Triton's own code objects (``interp.rules``).  Called from
-    frozen code (``bound``), the gates run frozen code.
+    torch work (the CPU); ``codes``: Triton's own code objects (``interp.rules``); ``timed``:
+    whether the run times the candidate (how autotuning holds the GPU: ``lock_autotuner``).
+    Called from frozen code (``bound``), the gates run frozen code.
 
     With a GPU ``lock``, a launch outside any timing compiles first (and an autotuned kernel
     compiles every config) without the lock, then runs and finishes under the shared lock: a
@@ -126,7 +128,7 @@ def install_launch_counter(
     if interpreted:  # what each launch compares the interpreter with: the gates in place
         rules.watched = interp.interpreter_namespaces(sys.modules[GridExecutor.__module__])
     if lock is not None:
-        real("launches").lock_autotuner(lock)
+        real("launches").lock_autotuner(lock, timed)
     if not interpreted:
         real("launches").track_streams()
     return LaunchCounter(state)
@@ -336,9 +338,12 @@ def track_streams() -> None:
 # of calls still give a stable median.
 AUTOTUNE_WARMUP_MS = 5
 AUTOTUNE_REP_MS = 25
+# ... and in a run that times nothing, where the choice decides no figure: 1 ms and 5 ms
+UNTIMED_WARMUP_MS = 1
+UNTIMED_REP_MS = 5
 
 
-def lock_autotuner(lock: str) -> None:
+def lock_autotuner(lock: str, timed: bool = True) -> None:
     """An autotuned launch benchmarks each config under its own exclusive hold, after compiling
     that config without it: one hold per config (a do_bench of ~0.1 s, ``AUTOTUNE_REP_MS``
     since) rather than one for the whole search (seconds), so that a timing elsewhere waits for
@@ -346,14 +351,19 @@ def lock_autotuner(lock: str) -> None:
 
     Exclusive, since the configs are timed: under a shared hold other GPU work ran beside them
     and could sway the search: the cases whose times vary most between loaded and light runs
-    are of autotuned kernels (docs/design/throughput.md, GPU lock and timing turns)."""
+    are of autotuned kernels (docs/design/throughput.md, GPU lock and timing turns).  In a run
+    that times nothing (``timed`` off: correctness only), the choice decides no figure: each
+    config is benchmarked briefly under a shared hold, beside other candidates' GPU work but
+    never beside a timing, and the store keeps no choice made so (``kernels.keep``)."""
     import triton.testing
     from triton.runtime.autotuner import Autotuner
 
     original = Autotuner._bench
-    short = functools.partial(
-        triton.testing.do_bench, warmup=AUTOTUNE_WARMUP_MS, rep=AUTOTUNE_REP_MS
+    hold = exclusive if timed else shared
+    warmup, rep = (
+        (AUTOTUNE_WARMUP_MS, AUTOTUNE_REP_MS) if timed else (UNTIMED_WARMUP_MS, UNTIMED_REP_MS)
     )
+    short = functools.partial(triton.testing.do_bench, warmup=warmup, rep=rep)
 
     def bench(self: Any, *args: Any, config: Any, **meta: Any) -> Any:
         if getattr(self, "_do_bench", short) is None:  # Triton's default: the shorter budget
@@ -363,8 +373,6 @@ def lock_autotuner(lock: str) -> None:
             return original(self, *args, config=config, **meta)
         with contextlib.suppress(Exception):  # best effort: a failing compile fails again below
             self.fn.run(*args, **{**meta, **config.all_kwargs(), "warmup": True})
-        return locked(
-            lock, "autotune", original, self, *args, config=config, _hold=exclusive, **meta
-        )
+        return locked(lock, "autotune", original, self, *args, config=config, _hold=hold, **meta)
 
     Autotuner._bench = bench

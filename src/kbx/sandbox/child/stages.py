@@ -81,6 +81,7 @@ def prepare(task: Any, job: Any, plan: Any, send: Any) -> SimpleNamespace:
         libdevice_ranges=recorder.libdevice if recorder else None,
         state=state,
         codes=codes,
+        timed=bool(cfg.timed),
     )
     if recorder is not None:
         recorder.kernels.update(state["kernels"])
