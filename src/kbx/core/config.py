@@ -63,7 +63,9 @@ class Tuning(BaseModel):
     )
     check_threads: int | None = Field(None, ge=1, description="the parent's torch threads")
     baseline_workers: int | None = Field(None, ge=1, description="baseline tasks at once per GPU")
-    baselines_first: bool = Field(True, description="measure missing baselines before candidates")
+    baselines_first: bool = Field(
+        True, description="measure missing baselines first (candidates start in its tail)"
+    )
     compile_baseline: bool = Field(True, description="also time torch.compile of the reference")
     triton_cache: Path | None = Field(None, description="a Triton cache shared across runs")
     compile_ahead: int | None = Field(
