@@ -113,3 +113,41 @@ def test_a_compile_ahead_of_a_gpu_launch_is_a_warm_up_call_and_is_timed():
     launches.compiled(state, original, "kernel", 3, warmup=True)
     assert calls == [("kernel", (1,), {"n": 2, "warmup": True}), ("kernel", (3,), {"warmup": True})]
     assert 0.04 <= state["compile_s"] < 5.0 and state["launches"] == 0
+
+
+def test_a_compiled_kernels_launcher_is_built_before_its_launch_takes_the_gpu_lock(tmp_path):
+    """Triton 3.6 builds a launcher with the C compiler at a kernel's first launch, which came
+    inside the lock's hold; the warm-up ahead of the launch builds it, unlocked, once per
+    kernel that has none (one bound before the candidate's import; none: nothing built)."""
+    from kbx.gpu import gpulock
+
+    built: list[tuple[object, object, bool]] = []
+
+    class Launcher:
+        def __init__(self, src, metadata):
+            built.append((src, metadata, gpulock.holding()))
+
+    class Kernel:
+        def __init__(self, run=None):
+            self._run, self.src, self.metadata = run, "src", "meta"
+
+    fresh, loaded = Kernel(), Kernel(run=print)
+    state = launches.new_state() | {"launcher_cls": Launcher}
+    for made in (fresh, loaded, "not a compiled kernel"):
+        launches.compiled(state, lambda fn, *a, made=made, **k: made, "kernel")
+    assert built == [("src", "meta", False)]  # the fresh one, outside any hold
+
+    def failing(src, metadata):
+        raise RuntimeError("no C compiler")
+
+    launches.ready_launcher(Kernel(), failing)  # left to the launch
+    launches.ready_launcher(Kernel(), None)
+    lock = str(tmp_path / "gpu0.lock")
+    gpulock.LOG_MIN_S, saved = 0.0, gpulock.LOG_MIN_S
+    try:
+        launch = launches.compiled_launch(
+            "kernel", (), {}, lambda *a, **k: Kernel(), state, None, lock, None
+        )
+    finally:
+        gpulock.LOG_MIN_S = saved
+    assert isinstance(launch, Kernel) and len(built) == 2 and built[-1][2] is False

@@ -129,9 +129,20 @@ def install_launch_counter(
         rules.watched = interp.interpreter_namespaces(sys.modules[GridExecutor.__module__])
     if lock is not None:
         real("launches").lock_autotuner(lock, timed)
+        state["launcher_cls"] = launcher_class()
     if not interpreted:
         real("launches").track_streams()
     return LaunchCounter(state)
+
+
+def launcher_class() -> Any:
+    """The active Triton driver's launcher class (None where there is none: no GPU)."""
+    try:
+        from triton.runtime.driver import driver
+
+        return driver.active.launcher_cls
+    except Exception:  # noqa: BLE001 - no launcher built ahead; the launch builds its own
+        return None
 
 
 def real(name: str) -> Any:
@@ -188,12 +199,29 @@ def compiled_launch(
 
 def compiled(state: dict[str, Any], original: Any, kernel: Any, *args: Any, **kwargs: Any) -> Any:
     """``original`` called as a warm-up (Triton compiles, or loads from its cache, and launches
-    nothing), its wall time added to ``state["compile_s"]`` (docs/design/throughput.md)."""
+    nothing), then the compiled kernel's launcher built (``ready_launcher``), the wall time of
+    both added to ``state["compile_s"]`` (docs/design/throughput.md)."""
     began = _monotonic()
     try:
-        return original(kernel, *args, **{**kwargs, "warmup": True})
+        made = original(kernel, *args, **{**kwargs, "warmup": True})
+        ready_launcher(made, state.get("launcher_cls"))
+        return made
     finally:
         state["compile_s"] += _monotonic() - began
+
+
+def ready_launcher(made: Any, launcher_cls: Any) -> None:
+    """The launcher of a compiled kernel ``made`` built now, unlocked, where the kernel has none
+    yet.  Triton 3.6 builds one per kernel signature with the C compiler at the kernel's first
+    launch, tenths of a second that came inside the GPU lock's hold for that launch, or for the
+    first autotuning config's benchmark; built here, it lands in the Triton cache, where that
+    launch loads it (Triton 3.7's launcher builds nothing).  ``launcher_cls``: the driver's, bound
+    before the candidate's import (``install_launch_counter``).  A failure here only leaves the
+    build to the launch, as before."""
+    if launcher_cls is None or getattr(made, "_run", True) is not None:
+        return
+    with contextlib.suppress(Exception):
+        launcher_cls(made.src, made.metadata)
 
 
 _monotonic, _type = time.monotonic, type

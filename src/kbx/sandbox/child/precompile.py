@@ -9,7 +9,8 @@ each case's inputs on the CPU: the correctness cases' own inputs, and for the be
 zero-filled tensors of the same shapes, strides and dtypes (made from fake tensors: no
 benchmark-sized random draw).  The kernels land in the child's own Triton cache, which the
 parent copies into the store of this code on this task (``kbx.sandbox.kernels``), where the
-candidate's GPU child finds them.
+candidate's GPU child finds them, with each kernel's launcher where Triton builds one with the C
+compiler (``launches.ready_launcher``).
 
 Nothing here decides a verdict: a launch it could not foresee (a wrapper that insists on CUDA
 tensors, a value-dependent specialization) is only a kernel the GPU child compiles itself, and a
@@ -26,6 +27,7 @@ from typing import Any
 
 import torch
 
+from kbx.sandbox.child import launches
 from kbx.suite.task import Inputs, Task
 
 
@@ -65,9 +67,12 @@ def install(arch: int) -> None:
 
     driver.set_active(CompileOnly(arch))
     run = JITFunction.run
+    launcher = nvidia_launcher()
 
     def compile_only(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
-        return run(self, *args, grid=grid, warmup=True, **kwargs)
+        made = run(self, *args, grid=grid, warmup=True, **kwargs)
+        launches.ready_launcher(made, launcher)  # into the cache too: no C compile in the job
+        return made
 
     def every_config(self: Any, *args: Any, **kwargs: Any) -> None:
         """What the autotuner would benchmark, compiled: every config left after pruning."""
@@ -82,6 +87,17 @@ def install(arch: int) -> None:
 
     JITFunction.run = compile_only  # type: ignore[method-assign]
     Autotuner.run = every_config  # type: ignore[method-assign]
+
+
+def nvidia_launcher() -> Any:
+    """Triton's NVIDIA launcher class, which builds a kernel's launcher without a GPU where it
+    builds one at all (Triton 3.6: with the C compiler; None where it cannot be imported)."""
+    try:
+        from triton.backends.nvidia.driver import CudaLauncher
+
+        return CudaLauncher
+    except Exception:  # noqa: BLE001 - the job's child builds its launchers itself
+        return None
 
 
 def zeros_like_fake(x: Any) -> Any:
