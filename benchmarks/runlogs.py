@@ -84,28 +84,57 @@ def purpose(what: str) -> str:
 
 def lock(run_dir: Path) -> dict[str, Any]:
     """Per GPU lock, per mode and purpose: holds, seconds held and seconds waited before them
-    (shared holds under 50 ms are not logged: their share is a lower bound)."""
+    (shared holds under 50 ms are not logged: their share is a lower bound); how long the lock
+    was held at all, exclusively and shared (``held_s``: the union of the holds, so that shared
+    holds side by side count once); and the tasks whose named holds (a baseline's timings,
+    ``eager Math/add``) held it longest."""
     out: dict[str, Any] = {}
     for path in sorted(run_dir.glob("gpu*.lock.log")):
         by: dict[str, dict[str, float]] = defaultdict(lambda: dict.fromkeys(FIELDS, 0.0))
-        first = last = None
+        spans: dict[str, list[tuple[float, float]]] = {"ex": [], "sh": []}
+        tasks: dict[str, float] = defaultdict(float)
         for line in path.read_text(errors="replace").splitlines():
             try:
                 hold = json.loads(line)
-                key = f"{hold['mode']} {purpose(str(hold['what']))}"
+                what, mode = str(hold["what"]), str(hold["mode"])
                 held, waited, t = float(hold["held_s"]), float(hold["waited_s"]), float(hold["t"])
             except (ValueError, KeyError, TypeError):
                 continue  # a child can write anything there
-            row = by[key]
+            row = by[f"{mode} {purpose(what)}"]
             row["n"] += 1
             row["held_s"] += held
             row["waited_s"] += waited
-            first = t - held if first is None else min(first, t - held)
-            last = t if last is None else max(last, t)
+            spans.setdefault(mode, []).append((t - held, t))
+            if "/" in what and " " in what:
+                tasks[what.split(" ", 1)[1]] += held
         rounded = {k: {m: round(v, 1) for m, v in row.items()} for k, row in by.items()}
+        every = [span for found in spans.values() for span in found]
+        first = min((a for a, _ in every), default=None)
+        last = max((b for _, b in every), default=None)
         span = round(last - first, 1) if first is not None and last is not None else None
-        out[path.name] = {"span_s": span, "by_purpose": dict(sorted(rounded.items()))}
+        held = {mode: round(union(found), 1) for mode, found in spans.items()}
+        longest = sorted(tasks.items(), key=lambda kv: -kv[1])[:TOP_TASKS]
+        out[path.name] = {
+            "span_s": span,
+            "held_s": round(union(every), 1),
+            "held_by_mode_s": held,
+            "by_purpose": dict(sorted(rounded.items())),
+            "longest_tasks": [{"task": task, "held_s": round(s, 1)} for task, s in longest],
+        }
     return out
+
+
+TOP_TASKS = 8  # tasks named in a lock's figure (``lock``)
+
+
+def union(spans: list[tuple[float, float]]) -> float:
+    """Seconds covered by at least one of the (begin, end) ``spans``."""
+    total, end = 0.0, float("-inf")
+    for begin, finish in sorted(spans):
+        if finish > end:
+            total += finish - max(begin, end)
+            end = finish
+    return total
 
 
 def memory(run_dir: Path) -> dict[str, Any]:

@@ -68,3 +68,28 @@ def test_a_reference_step_measures_a_fresh_machine_whatever_ran_before(tmp_path,
     for name in gpu.FRESH_CACHES:
         assert first[name] != second[name] and not any(Path(first[name]).iterdir())
     assert str(tmp_path / "warm") not in first.values()
+
+
+def test_the_lock_figure_counts_side_by_side_shared_holds_once_and_names_the_longest_tasks(
+    tmp_path,
+):
+    """Holds as ``gpulock`` logs them (``t`` is a hold's end): two shared holds side by side
+    cover 3 s, not 5; an exclusive one after them 1 s; a baseline's named timings add up by
+    task; a line a child garbled counts nothing."""
+    holds = [
+        {"t": 3.0, "mode": "sh", "what": "baseline inputs", "waited_s": 0, "held_s": 3.0},
+        {"t": 2.5, "mode": "sh", "what": "launch", "waited_s": 0, "held_s": 2.0},
+        {"t": 4.0, "mode": "ex", "what": "eager Math/add", "waited_s": 1.0, "held_s": 0.75},
+        {"t": 5.0, "mode": "ex", "what": "compile Math/add", "waited_s": 0, "held_s": 0.25},
+        {"t": 6.0, "mode": "ex", "what": "eager Math/sub", "waited_s": 0, "held_s": 0.5},
+    ]
+    lines = [json.dumps(h) for h in holds] + ['{"t": "soon", "mode": "ex"}', "garbage"]
+    (tmp_path / "gpu0.lock.log").write_text("\n".join(lines) + "\n")
+    got = runlogs.lock(tmp_path)["gpu0.lock.log"]
+    assert got["span_s"] == 6.0 and got["held_s"] == 4.5
+    assert got["held_by_mode_s"] == {"ex": 1.5, "sh": 3.0}
+    assert got["longest_tasks"] == [
+        {"task": "Math/add", "held_s": 1.0},
+        {"task": "Math/sub", "held_s": 0.5},
+    ]
+    assert got["by_purpose"]["ex eager"] == {"n": 2, "held_s": 1.2, "waited_s": 1.0}
