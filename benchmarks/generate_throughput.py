@@ -21,6 +21,9 @@ import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from runlogs import union  # noqa: E402
+
 from kbx.generate.config import ClientConfig, RunConfig, preset
 from kbx.generate.runner import Plan, generate
 from kbx.suite import select
@@ -84,16 +87,6 @@ def serve(delay_s: float, pipe: Connection) -> None:
     asyncio.run(main())
 
 
-def union_s(intervals: list[tuple[float, float]]) -> float:
-    """Seconds in which at least one interval is open."""
-    total, end = 0.0, float("-inf")
-    for start, stop in sorted(intervals):
-        if stop > end:
-            total += stop - max(start, end)
-            end = stop
-    return total
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--delay-s", type=float, default=1.0)
@@ -117,7 +110,7 @@ def main() -> int:
     most, held = ours.recv()
     child.join()
     calls = manifest["cost"]["total"]["calls"]
-    server_s, evaluator_s = union_s(held), 0.0
+    server_s, evaluator_s = union(held), 0.0
     assert not judged and calls == len(tasks) == len(held), (calls, len(held), judged)
     overhead_ms = (wall - server_s - evaluator_s) / calls * 1000
     cpu_ms = (cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime) / calls * 1000
