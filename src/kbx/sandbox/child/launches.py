@@ -213,11 +213,11 @@ def compiled(state: dict[str, Any], original: Any, kernel: Any, *args: Any, **kw
 def ready_launcher(made: Any, launcher_cls: Any) -> None:
     """The launcher of a compiled kernel ``made`` built now, unlocked, where the kernel has none
     yet.  Triton 3.6 builds one per kernel signature with the C compiler at the kernel's first
-    launch, tenths of a second that came inside the GPU lock's hold for that launch, or for the
-    first autotuning config's benchmark; built here, it lands in the Triton cache, where that
-    launch loads it (Triton 3.7's launcher builds nothing).  ``launcher_cls``: the driver's, bound
-    before the candidate's import (``install_launch_counter``).  A failure here only leaves the
-    build to the launch, as before."""
+    launch, tenths of a second that would otherwise fall inside the GPU lock's hold for that
+    launch, or for the first autotuning config's benchmark; built here, it lands in the Triton
+    cache, where that launch loads it (Triton 3.7's launcher builds nothing).  ``launcher_cls``:
+    the driver's, bound before the candidate's import (``install_launch_counter``).  A failure
+    here leaves the build to the launch."""
     if launcher_cls is None or getattr(made, "_run", True) is not None:
         return
     with contextlib.suppress(Exception):

@@ -76,7 +76,7 @@ TASK = Task(
     ),
     reference=reference,
     make_inputs=make_inputs,
-    version=3,  # benchmark batches sized to ~100 ms of eager time (2026-12-07)
+    version=3,  # benchmark batches of ~100 ms eager calls (docs/design/task-changes.md)
     cases=(
         Case((37, 23, 5), seed=1),
         Case((3, 64, 41, 3), seed=2, dist="outlier"),

@@ -67,7 +67,7 @@ TASK = Task(
     ),
     reference=reference,
     make_inputs=make_inputs,
-    version=4,  # benchmark batches sized to ~100 ms of eager time (2026-12-07)
+    version=4,  # benchmark batches of ~100 ms eager calls (docs/design/task-changes.md)
     cases=(
         Case((37, 37), seed=1),
         Case((12, 24, 24), seed=2, dist="outlier"),

@@ -64,7 +64,7 @@ def check(inputs: Inputs, out) -> str | None:
 
 TASK = Task(
     entry="eig",
-    version=3,  # benchmark batches sized to ~100 ms of eager time (2026-12-07)
+    version=3,  # benchmark batches of ~100 ms eager calls (docs/design/task-changes.md)
     signature="eig(A)",
     description=(
         "Eigendecomposition like torch.linalg.eig for real matrices whose eigenvalues are real "

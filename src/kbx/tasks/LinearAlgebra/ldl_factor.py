@@ -61,7 +61,7 @@ def check(inputs: Inputs, out) -> str | None:
 
 TASK = Task(
     entry="ldl_factor",
-    version=3,  # benchmark batches sized to ~100 ms of eager time (2026-12-07)
+    version=3,  # benchmark batches of ~100 ms eager calls (docs/design/task-changes.md)
     signature="ldl_factor(A, hermitian=False, out=None)",
     description=(
         "LDL^T factorization like torch.linalg.ldl_factor: for a float32 symmetric tensor A of "

@@ -68,7 +68,7 @@ TASK = Task(
         "the float64 rank-k approximation of the same float32 input: "
         f"max|A_k - A_k,64| / max|A_k,64| <= {TOL:g}."
     ),
-    version=2,  # benchmark batches sized to ~100 ms of eager time (2026-12-07)
+    version=2,  # benchmark batches of ~100 ms eager calls (docs/design/task-changes.md)
     reference=reference,
     make_inputs=make_inputs,
     cases=(

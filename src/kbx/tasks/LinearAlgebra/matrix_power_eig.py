@@ -53,7 +53,7 @@ def check(inputs: Inputs, out: torch.Tensor) -> str | None:
 
 TASK = Task(
     entry="matrix_power_eig",
-    version=3,  # benchmark batches sized to ~100 ms of eager time (2026-12-07)
+    version=3,  # benchmark batches of ~100 ms eager calls (docs/design/task-changes.md)
     signature=(
         "matrix_power_eig(A: torch.Tensor, k: float, *, out: torch.Tensor=None) -> torch.Tensor"
     ),

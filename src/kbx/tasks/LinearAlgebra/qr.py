@@ -59,7 +59,7 @@ TASK = Task(
         "float32 in and out, computed in float32 (TF32 is not allowed in any product); checked in "
         f"float64: ||QR - A||_F/||A||_F, ||Q^T Q - I||_F and ||tril(R,-1)||_F/||A||_F <= {TOL:g}."
     ),
-    version=2,  # benchmark batches sized to ~100 ms of eager time (2026-12-07)
+    version=2,  # benchmark batches of ~100 ms eager calls (docs/design/task-changes.md)
     reference=reference,
     make_inputs=make_inputs,
     cases=(

@@ -56,7 +56,7 @@ def check(inputs: Inputs, out: torch.Tensor) -> str | None:
 
 TASK = Task(
     entry="solve_symmetric_ldl",
-    version=3,  # benchmark batches sized to ~100 ms of eager time (2026-12-07)
+    version=3,  # benchmark batches of ~100 ms eager calls (docs/design/task-changes.md)
     signature="solve_symmetric_ldl(A, b, hermitian=False, out=None)",
     description=(
         "Solve the symmetric system A x = b through an LDL^T factorization of A (forward "

@@ -82,7 +82,7 @@ TASK = Task(
         "max|U diag(S) Vh - A| / max|A|, max|U^T U - I|, max|Vh Vh^T - I|, "
         f"max|S - S64| / S64_max and any increase of S, all <= {TOL:g}."
     ),
-    version=2,  # benchmark batches sized to ~100 ms of eager time (2026-12-07)
+    version=2,  # benchmark batches of ~100 ms eager calls (docs/design/task-changes.md)
     reference=reference,
     make_inputs=make_inputs,
     cases=(

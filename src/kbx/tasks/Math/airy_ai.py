@@ -104,7 +104,7 @@ TASK = Task(
         "float32 phase 2/3 |x|^1.5 carries an absolute error growing like |x|^1.25. torch's "
         "own float32 airy_ai passes with a margin of about 2x; a float64 evaluation is allowed."
     ),
-    version=2,  # benchmark batches sized to ~100 ms of eager time (2026-12-07)
+    version=2,  # benchmark batches of ~100 ms eager calls (docs/design/task-changes.md)
     reference=reference,
     make_inputs=make_inputs,
     cases=(

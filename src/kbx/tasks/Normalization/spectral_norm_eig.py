@@ -53,7 +53,7 @@ TASK = Task(
         "Tolerance rtol=1e-4, atol=1e-6: float32 LAPACK and a float32 repeated-squaring "
         "method both stay within ~1e-5 relative of the float64 radius on these inputs."
     ),
-    version=2,  # benchmark batches sized to ~100 ms of eager time (2026-12-07)
+    version=2,  # benchmark batches of ~100 ms eager calls (docs/design/task-changes.md)
     reference=reference,
     make_inputs=make_inputs,
     cases=(
