@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 BATCH = 64  # items a POST, as serve_load's tiers post them
+CUT_GRACE_S = 5.0  # a cut set: the jobs still in flight are not waited for
 
 
 def process_cpu_s(pid: int) -> float:
@@ -75,7 +76,7 @@ def run_served(
         thread.join(None if end is None else max(0.0, end - time.monotonic()))
     cut = any(thread.is_alive() for thread in followers)
     parent_s = process_cpu_s(pid) - times["cpu"]
-    server.stop()
+    server.stop(wait_s=CUT_GRACE_S if cut else 30.0)
     times["closed"] = time.monotonic()
     with lock:
         return list(records), {**times, "parent_s": parent_s}, cut

@@ -64,11 +64,12 @@ class Server:
             self.proc.wait(30)
             self.proc = None
 
-    def stop(self) -> None:
+    def stop(self, wait_s: float = 30.0) -> None:
+        """SIGINT, then SIGKILL if it has not exited within ``wait_s``."""
         if self.proc is not None:
             self.proc.send_signal(signal.SIGINT)
             try:
-                self.proc.wait(30)
+                self.proc.wait(wait_s)
             except subprocess.TimeoutExpired:
                 self.kill()
             self.proc = None

@@ -43,6 +43,8 @@ HOST = {
     "kbx::host_memory": "tensors in memory torch did not allocate, handed over by DLPack, or"
     " moved by a storage's raw methods",
     "kbx::written": "Python numbers written into a tensor one view at a time",
+    "kbx::read": "tensor elements read into Python one at a time (item), in bulk",
+    "kbx::made": "tensors made from Python numbers (full, fill_), in bulk",
 }
 LAUNCHES = "kbx::launches"  # the child's launch marks in the profiler's session
 

@@ -40,9 +40,13 @@ def import_entry(task: Task, path: Path) -> Callable[..., Any]:
     except BaseException as exc:  # noqa: BLE001 - SystemExit at import is the candidate's fault
         raise CandidateFailure(Verdict.IMPORT_FAILED, explain(exc, path)) from None
     for name in (*task.entry_names(), ENTRY_FALLBACK):
-        fn = getattr(module, name, None)
-        if callable(fn):
-            return fn  # type: ignore[no-any-return]
+        try:  # a module's own __getattr__ is the candidate's code
+            fn = getattr(module, name, None)
+            found = callable(fn)
+        except BaseException as exc:  # noqa: BLE001 - whatever it raises is its import's failure
+            raise CandidateFailure(Verdict.IMPORT_FAILED, explain(exc, path)) from None
+        if found:
+            return fn  # type: ignore[no-any-return,return-value]
     names = " or ".join(repr(n) for n in (*task.entry_names(), ENTRY_FALLBACK))
     raise CandidateFailure(Verdict.NO_ENTRY, f"the code defines no function named {names}")
 
@@ -53,14 +57,24 @@ def failure(exc: BaseException) -> CandidateFailure:
 
 
 def classify(exc: BaseException) -> Verdict:
-    text = f"{type(exc).__name__}: {exc}"
-    if isinstance(exc, MemoryError | torch.OutOfMemoryError) or any(
+    """The verdict of what the candidate raised; one whose class or message cannot be read
+    (the candidate's ``__str__`` or metaclass raises) is a ``runtime_error``."""
+    try:
+        return classified(exc)
+    except BaseException:  # noqa: BLE001 - the candidate's exception is its own fault
+        return Verdict.RUNTIME_ERROR
+
+
+def classified(exc: BaseException) -> Verdict:
+    cls = type(exc)  # the object's own type: ``__class__`` may be the candidate's property
+    text = f"{_name(cls)}: {message(exc)}"
+    if issubclass(cls, MemoryError | torch.OutOfMemoryError) or any(
         m in text for m in ("out of memory", "can't allocate memory")
     ):
         return Verdict.OUT_OF_MEMORY
     if "illegal memory access" in text or "CUDA error" in text or "device-side assert" in text:
         return Verdict.CRASHED  # the CUDA context is poisoned: nothing after this is trustworthy
-    names = {c.__name__ for c in type(exc).__mro__}
+    names = {_name(c) for c in _mro(cls)}
     # On the CPU an error inside an interpreted kernel body (InterpreterError) is what the GPU
     # compiler would have rejected: both are compile_failed.
     if names & {"CompilationError", "CompileTimeAssertionFailure", "InterpreterError"}:
@@ -68,14 +82,31 @@ def classify(exc: BaseException) -> Verdict:
     return Verdict.RUNTIME_ERROR
 
 
+# type's own descriptors: a metaclass of the candidate's may define ``__name__`` or ``__mro__``
+_name, _mro = type.__dict__["__name__"].__get__, type.__dict__["__mro__"].__get__
+
+
+def message(exc: BaseException) -> str:
+    """``str(exc)`` on one line, at most 400 characters, as a plain string; the candidate's
+    ``__str__`` runs here, so what it raises, or a ``str`` subclass it returns, is not kbx's
+    problem."""
+    try:
+        return " ".join(str.split(str(exc)))[:400]
+    except BaseException:  # noqa: BLE001 - its message is unreadable: said so
+        return "(its message could not be read)"
+
+
 def explain(exc: BaseException, path: Path) -> str:
     """``Type: message (candidate.py line N)`` with the innermost line of the candidate's file."""
-    message = " ".join(str(exc).split())[:400]
+    name, text = _name(type(exc)), message(exc)
     if isinstance(exc, SyntaxError):  # its message already names the file and line
-        return f"{type(exc).__name__}: {message}"
+        return f"{name}: {text}"
     line = None
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if Path(frame.filename).name == path.name:
-            line = frame.lineno
+    try:
+        for frame in traceback.extract_tb(exc.__traceback__):
+            if Path(frame.filename).name == path.name:
+                line = frame.lineno
+    except BaseException:  # noqa: BLE001 - a traceback of the candidate's making: no line
+        line = None
     where = f" ({path.name} line {line})" if line else ""
-    return f"{type(exc).__name__}: {message}{where}"
+    return f"{name}: {text}{where}"

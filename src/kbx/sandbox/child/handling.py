@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy
 import torch
 
 _TB = torch._C.TensorBase
@@ -34,6 +35,7 @@ _int, _float, _complex, _str, _bool = (
 )
 SCALARS = (int, float, complex, str)
 _NoneType = type(None)
+_NUMPY_SCALAR, _bytes = numpy.generic, bytes
 
 
 def kind(x: Any) -> str:
@@ -121,6 +123,31 @@ def leaves(x: Any) -> list[Any]:
     if k in ("tuple", "list"):
         return [t for v in elements(x) for t in leaves(v)]
     return []
+
+
+def argument_values(args: Any, kwargs: Any, numbers: set[Any]) -> int:
+    """How many values a launch hands its kernel: each Python or NumPy number, and each item
+    (number, tensor, anything) of a tuple or list, nested ones too; the numbers are added to
+    ``numbers`` (by value, as their base type's).  Host data handed to kernels this way in bulk
+    is no kernel's work (``stages.evidence``)."""
+    return values(args, 0, 0, numbers) + values(_tuple(kwargs.values()), 0, 0, numbers)
+
+
+def values(x: Any, depth: int, inside: int, numbers: set[Any]) -> int:
+    mro = _mro(_type(x))
+    if tuple in mro or list in mro:
+        if depth > 8:  # nested deeper than any kernel takes: counted as too many
+            return 1 << 20
+        return sum(values(v, depth + 1, 1, numbers) for v in elements(x))
+    if bool in mro:
+        return inside
+    if int in mro or float in mro or complex in mro:
+        numbers.add(scalar(x))
+        return 1
+    if _NUMPY_SCALAR in mro:
+        numbers.add((_type_name(_type(x)), _bytes(memoryview(x))))
+        return 1
+    return inside
 
 
 def restore(dst: Any, src: Any) -> None:

@@ -14,6 +14,7 @@ Only applied when the child runs with ``TRITON_INTERPRET=1``:
 - multi-config autotuning needs a GPU to benchmark configurations; on the CPU every configuration
   computes the same result, so the first one is kept;
 - libdevice functions (``extern_elementwise``) are computed by ``kbx.sandbox.child.libdevice``;
+- ``tl.device_print`` prints nothing (``discarded_print``);
 - a kernel that reads a non-constexpr global fails as it would when compiled for the GPU;
 - Python float arguments are float32 scalars, as on the GPU (the interpreter keeps doubles);
 - ``tl.maximum`` / ``tl.minimum`` of floats return the non-NaN operand, as compiled code does
@@ -658,6 +659,12 @@ def as_index(block: Any) -> int:
     return int(block.handle.data.squeeze())
 
 
+def discarded_print(self: Any, prefix: str, hex: bool, values: Any, is_signed: Any) -> None:
+    """``tl.device_print`` in the interpreter prints nothing: its text, read back through a
+    ``sys.stdout`` or a descriptor of the candidate's, would carry a kernel's data to the host
+    with no torch operation to record it (``tests/exploits/kernel_print_readout``)."""
+
+
 def apply(extern: Callable[..., Any] | None = None) -> None:
     """Patch the interpreter; ``extern`` (a sealed function: ``launches``) computes libdevice
     calls, else ``libdevice.extern_elementwise`` directly."""
@@ -708,6 +715,7 @@ def apply(extern: Callable[..., Any] | None = None) -> None:
 
     interpreter._implicit_cvt = float32_scalars
     nan_ignoring_min_max(interpreter.InterpreterBuilder)
+    interpreter.InterpreterBuilder.create_print = discarded_print  # type: ignore[method-assign]
 
     original_init = autotuner.Autotuner.__init__
 

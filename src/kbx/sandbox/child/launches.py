@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from kbx.gpu.gpulock import exclusive, holding, locked, shared
-from kbx.sandbox.child import bound, interp, libdevice, pristine
+from kbx.sandbox.child import bound, handling, interp, libdevice, pristine
 
 
 class LaunchCounter:
@@ -53,7 +53,34 @@ def new_state() -> dict[str, Any]:
     """The gate's record: launches let through, launches in progress, the kernels' names, why
     launches were refused, and the wall seconds of compiles (and cache loads) ahead of GPU
     launches (``compile_s``: the throughput benchmark's compile figure)."""
-    return {"launches": 0, "depth": 0, "kernels": set(), "refused": [], "compile_s": 0.0}
+    return {
+        "launches": 0, "depth": 0, "kernels": set(), "refused": [], "compile_s": 0.0,
+        "numbers": set(), "allow": 1 << 62,
+    }  # fmt: skip
+
+
+def count_values(state: dict[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """The values a launch hands its kernel (``handling.argument_values``), its numbers kept
+    for the case (``state["numbers"]``, by value).  More than ``WIDEST`` values to one launch,
+    or more distinct numbers in a case than it allows (``state["allow"]``, set by the child
+    for each case from its inputs' size), is host data handed to kernels in bulk: the launch
+    is refused, and the call is ``no_triton``."""
+    kept = {k: v for k, v in kwargs.items() if k not in LAUNCH_KEYS}
+    n = handling.argument_values(args, kept, state["numbers"])
+    distinct = len(state["numbers"])
+    if n > WIDEST or distinct > state["allow"]:
+        why = (
+            f"{n} values handed to one kernel launch (at most {WIDEST})"
+            if n > WIDEST
+            else f"{distinct} distinct Python numbers handed to kernels in one case (at most"
+            f" {state['allow']} for its inputs)"
+        )
+        state["refused"].append(f"host data handed to kernels as arguments: {why}")
+        raise RuntimeError(f"kbx: {state['refused'][-1]} (not Triton work: see kbx's trust model)")
+
+
+WIDEST = 64  # values one launch may hand its kernel (the reference solutions hand at most 31)
+LAUNCH_KEYS = ("grid", "warmup")  # Triton's own launch arguments, not the kernel's
 
 
 def _launch_code() -> Any:
@@ -114,7 +141,7 @@ def install_launch_counter(
     if interpreted:
         from triton.runtime.interpreter import GridExecutor, InterpretedFunction
 
-        extern = libdevice_gate(libdevice_ranges)
+        extern = libdevice_gate(libdevice_ranges, state)
         next(extern)
         # the interpreter's other patches from the module itself, not its frozen copy: a
         # function kbx leaves where the candidate reaches it must not lead to frozen globals
@@ -180,6 +207,7 @@ def compiled_launch(
     warm = kwargs.get("warmup", False)
     if not warm:
         state["launches"] += 1
+        count_values(state, args, kwargs)
     refuse_hooks(kernel, jit)
     state["depth"] += 1
     mark = contextlib.nullcontext() if warm or marks is None else marks()
@@ -268,6 +296,7 @@ def interpreted_launch(
         state["refused"].append(why)
         raise RuntimeError(f"kbx: {why} (not Triton work: see kbx's trust model)")
     state["launches"] += 1
+    count_values(state, args, kwargs)
     if (observe := state.get("observe")) is not None:  # kbx's audit of trusted solutions only
         observe(kernel, args, kwargs)
     refuse_hooks(kernel, jit)
@@ -291,10 +320,12 @@ def refuse_hooks(kernel: Any, jit: Any) -> None:
         )
 
 
-def libdevice_gate(draw: Any) -> Any:
+def libdevice_gate(draw: Any, state: dict[str, Any]) -> Any:
     """The generator behind the interpreter's libdevice hook: each ``send(args)`` computes one
     libdevice call (``libdevice.extern_elementwise``), its torch work inside kbx's libdevice
-    range (``draw``: the recorder's) and the shield."""
+    range (``draw``: the recorder's) and the shield.  Only inside a launch the gate let through
+    (``state["depth"]``): called from Python, the hook would compute torch work inside kbx's
+    range, left out of the evidence; such a call is refused and makes the call ``no_triton``."""
 
     def in_range(fn: Any, *args: Any) -> Any:
         shield = pristine.enter()
@@ -309,6 +340,11 @@ def libdevice_gate(draw: Any) -> Any:
     answer: Any = None
     while True:
         args = yield answer
+        if not state["depth"]:
+            why = "a libdevice function called outside a kernel launch"
+            state["refused"].append(why)
+            answer = (False, RuntimeError(f"kbx: {why} (not Triton work: see kbx's trust model)"))
+            continue
         try:
             answer = (True, compute(args, in_range))
         except BaseException as exc:  # noqa: BLE001 - handed back to the caller to raise

@@ -50,6 +50,9 @@ _urandom, _hex = os.urandom, bytes.hex
 LAUNCHES = "kbx::launches"  # the verified launches of a case, in its evidence
 HOST_MEMORY = "kbx::host_memory"  # outputs viewing memory torch did not allocate, DLPack calls
 WRITTEN = "kbx::written"  # a Python number written into a view just made
+# host data in bulk (``stages.evidence``): elements read into Python one at a time (``item``),
+# tensors made from Python numbers
+READ, MADE = "kbx::read", "kbx::made"
 VIEWS = frozenset(
     f"aten::{n}" for n in ("select", "slice", "narrow", "as_strided", "unbind", "view")
 )

@@ -17,6 +17,7 @@ namespace, then (in a state found unchanged) the outputs written and the next se
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -34,13 +35,23 @@ from kbx.suite.verdict import Verdict
 
 _manual_seed, _synchronize = torch.manual_seed, torch.cuda.synchronize
 _monotonic = time.monotonic
+# Python's recursion limit as kbx found it: a call that lowers it would make kbx's own checks
+# after the call fail; it is put back before they run (``call``)
+_limit, _set_limit, _LIMIT = sys.getrecursionlimit, sys.setrecursionlimit, sys.getrecursionlimit()
 NO_TRITON, FORBIDDEN = str(Verdict.NO_TRITON), str(Verdict.FORBIDDEN)
+# Data moved between the host and kernels one number at a time: per case's distinct inputs
+# (numbers handed to kernels, ``launches.count_values``) or per call (elements read into Python,
+# tensors made from numbers, ``evidence``), at most the larger of BULK_FLOOR and one value in
+# BULK_SHARE of the inputs' elements (docs/design/trust-model.md, invariant 3)
+BULK_FLOOR, BULK_SHARE = 256, 16
 
 
 def items(task: Any, plan: Any) -> tuple[tuple[Any, ...], ...]:
     """The plan as plain tuples, read before the import: ``(kind, index, label, seeds, args,
-    kwargs, keep, refill, refill_seed)``: the seeds of its calls (three for a random task), its
-    inputs, whether its outputs are judged, and its refill's inputs and seed (or None)."""
+    kwargs, keep, refill, refill_seed, bulk)``: the seeds of its calls (three for a random
+    task), its inputs, whether its outputs are judged, its refill's inputs and seed (or None),
+    and how many values its calls may hand between the host and kernels (``bulk``: distinct
+    numbers over its inputs, and element reads or tensors made from numbers over its calls)."""
     timed = bool(plan.place.timed)
     found = []
     every = [("cases", i, c, x) for i, (c, x) in enumerate(plan.cases)]
@@ -53,7 +64,10 @@ def items(task: Any, plan: Any) -> tuple[tuple[Any, ...], ...]:
         again = None if refill is None else (tuple(refill.args), dict(refill.kwargs))
         refill_seed = refill_case(case).torch_seed
         args, kwargs = tuple(inputs.args), dict(inputs.kwargs)
-        found.append((kind, i, case.label(), seeds, args, kwargs, keep, again, refill_seed))
+        size = sum(t.numel() for t in handling.leaves((args, tuple(kwargs.values()))))
+        per, inputs_n = max(BULK_FLOOR, size // BULK_SHARE), 1 + (again is not None)
+        bulk = (inputs_n * per, (len(seeds) + inputs_n - 1) * per)
+        found.append((kind, i, case.label(), seeds, args, kwargs, keep, again, refill_seed, bulk))
     return tuple(found)
 
 
@@ -149,13 +163,19 @@ def timed(ctx: SimpleNamespace, task: Any, job: Any, plan: Any, fn: Any) -> list
 
 def import_candidate(ctx: SimpleNamespace, path: Path) -> Any:
     task: Any = SimpleNamespace(entry_names=lambda: ctx.entry_names)
-    return entry.import_entry(task, path)
+    try:
+        return entry.import_entry(task, path)
+    finally:
+        if _limit() != _LIMIT:
+            _set_limit(_LIMIT)
 
 
 def run_item(ctx: SimpleNamespace, fn: Any, item: tuple[Any, ...], last: bool) -> None:
     """One case: its calls (and refill), each followed by ``after_call``, then ``end_case``."""
-    kind, index, label, seeds, args0, kwargs0, keep, refill, refill_seed = item
+    kind, index, label, seeds, args0, kwargs0, keep, refill, refill_seed, bulk = item
     ctx.send("case", kind=kind, index=index)
+    ctx.state["numbers"].clear()
+    ctx.state["allow"] = bulk[0]
     before = ctx.state["launches"]
     host, runs, first = 0, [], None
     for seed in seeds:
@@ -186,7 +206,7 @@ def run_item(ctx: SimpleNamespace, fn: Any, item: tuple[Any, ...], last: bool) -
         pending.append(
             ("refill", index, [harnessed(ctx, handling.to_host, with_inputs(ctx, out, args))])
         )
-    end_case(ctx, kind, index, pending, host, last)
+    end_case(ctx, kind, index, pending, host, last, bulk)
 
 
 def with_inputs(ctx: SimpleNamespace, out: Any, args: Any) -> Any:
@@ -203,9 +223,13 @@ def call(
     _manual_seed(seed)
     try:
         out = fn(*args, **kwargs)
+        if _limit() != _LIMIT:
+            _set_limit(_LIMIT)
         if ctx.cuda:
             _synchronize()
     except BaseException as exc:  # noqa: BLE001 - anything the candidate raises is its verdict
+        if _limit() != _LIMIT:
+            _set_limit(_LIMIT)
         refused(ctx)
         raise ctx.failure(exc) from None
     after_call(ctx, kind, index)
@@ -240,13 +264,25 @@ def flush(ctx: SimpleNamespace, kind: str, index: int) -> None:
     ctx.send("ops", kind=kind, index=index, calls=top_ops(calls))
 
 
-def evidence(ctx: SimpleNamespace, host: int) -> dict[str, int]:
+def evidence(
+    ctx: SimpleNamespace, host: int, bulk: tuple[int, int] | None = None
+) -> dict[str, int]:
     """The session's operations (it ends), with the outputs found in host memory (``host``)
-    and the DLPack hand-overs counted since the last; its wall time is the ``evidence`` part."""
+    and the DLPack hand-overs counted since the last; its wall time is the ``evidence`` part.
+    Where the case allows ``bulk`` values, the elements read into Python and the tensors made
+    from numbers in its calls beyond it, as host data."""
     calls = evidence_work(ctx, ctx.recorder.stop)
     host += ctx.transfers.pop("host", 0)
     if host:
         calls[opcheck.HOST_MEMORY] = host
+    if bulk is None:
+        return calls
+    per_call = bulk[1]
+    reads = max(calls.get("aten::item", 0), calls.get("aten::_local_scalar_dense", 0))
+    if reads > per_call:
+        calls[opcheck.READ] = reads
+    if (made := sum(calls.get(op, 0) for op in opcheck.FROM_NUMBER)) > per_call:
+        calls[opcheck.MADE] = made
     return calls
 
 
@@ -282,14 +318,20 @@ def shielded(ctx: SimpleNamespace, work: Any, *args: Any) -> Any:
 
 
 def end_case(
-    ctx: SimpleNamespace, kind: str, index: int, pending: list[Any], host: int, last: bool
+    ctx: SimpleNamespace,
+    kind: str,
+    index: int,
+    pending: list[Any],
+    host: int,
+    last: bool,
+    bulk: tuple[int, int],
 ) -> None:
     """The case's op evidence, the full check, then (all unchanged) its outputs and the next
     session (none after the last case: no profiler runs while kbx times)."""
     if ctx.recorder is None:
         write(ctx, pending)
         return
-    calls = evidence(ctx, host)
+    calls = evidence(ctx, host, bulk)
     if problems := ctx.snapshot.full():
         ctx.send("ops", kind=kind, index=index, calls=top_ops(calls))
         raise opcheck.Tampered("left behind in its calls: " + "; ".join(problems))
