@@ -65,3 +65,21 @@ def test_outputs_without_a_storage_are_left_to_the_store_not_a_crash():
     sparse = torch.ones(3).to_sparse()
     nested = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)], layout=torch.jagged)
     assert handling.host_memory((sparse, nested, torch.ones(1))) == 0
+
+
+def test_a_launchs_values_are_its_numbers_and_every_item_of_its_tuples_and_lists():
+    ran = []
+
+    class Loud(tuple):
+        def __iter__(self):  # type: ignore[override]
+            ran.append("__iter__")
+            return iter(())
+
+    numbers: set[object] = set()
+    x = torch.zeros(3)
+    args = (x, 7, 2.5, True, "s", Loud((1.0, 2.0, x)), [np.float32(0.5), (3, 3)])
+    # 7, 2.5; the tuple's 3 items; the list's float32 and its tuple's 2 items (a bool and a
+    # str outside containers count nothing)
+    assert handling.argument_values(args, {"BLOCK": 64}, numbers) == 2 + 3 + 1 + 2 + 1
+    assert ran == []
+    assert 3 in numbers and 2.5 in numbers and 64 in numbers and len(numbers) == 7

@@ -130,7 +130,8 @@ def argument_values(args: Any, kwargs: Any, numbers: set[Any]) -> int:
     (number, tensor, anything) of a tuple or list, nested ones too; the numbers are added to
     ``numbers`` (by value, as their base type's).  Host data handed to kernels this way in bulk
     is no kernel's work (``stages.evidence``)."""
-    return values(args, 0, 0, numbers) + values(_tuple(kwargs.values()), 0, 0, numbers)
+    top = (*elements(args), *elements(_tuple(kwargs.values())))
+    return sum(values(v, 0, 0, numbers) for v in top)
 
 
 def values(x: Any, depth: int, inside: int, numbers: set[Any]) -> int:
