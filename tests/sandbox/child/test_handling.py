@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+import triton.language as tl
 
 from kbx.sandbox.child import handling
 
@@ -67,7 +68,7 @@ def test_outputs_without_a_storage_are_left_to_the_store_not_a_crash():
     assert handling.host_memory((sparse, nested, torch.ones(1))) == 0
 
 
-def test_a_launchs_values_are_its_numbers_and_every_item_of_its_tuples_and_lists():
+def test_a_launchs_values_are_its_arguments_and_the_items_of_its_tuples_and_lists():
     ran = []
 
     class Loud(tuple):
@@ -78,8 +79,9 @@ def test_a_launchs_values_are_its_numbers_and_every_item_of_its_tuples_and_lists
     numbers: set[object] = set()
     x = torch.zeros(3)
     args = (x, 7, 2.5, True, "s", Loud((1.0, 2.0, x)), [np.float32(0.5), (3, 3)])
-    # 7, 2.5; the tuple's 3 items; the list's float32 and its tuple's 2 items (a bool and a
-    # str outside containers count nothing)
-    assert handling.argument_values(args, {"BLOCK": 64}, numbers) == 2 + 3 + 1 + 2 + 1
+    # five plain arguments, the tuple's 3 items, the list's float32 and its tuple's 2 items,
+    # a constexpr and BLOCK
+    got = handling.argument_values(args, {"c": tl.constexpr(9.5), "BLOCK": 64}, numbers)
+    assert got == 5 + 3 + 3 + 1 + 1
     assert ran == []
-    assert 3 in numbers and 2.5 in numbers and 64 in numbers and len(numbers) == 7
+    assert {7, 2.5, 1.0, 2.0, 3, 9.5, 64} <= numbers and len(numbers) == 8  # with the float32

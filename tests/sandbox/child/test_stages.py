@@ -63,9 +63,15 @@ def test_numbers_handed_to_kernels_beyond_the_case_s_allowance_refuse_the_launch
     state["allow"] = 4
     launches.count_values(state, (torch.zeros(2), 1, 2.0), {"BLOCK": 64, "grid": (9, 9, 9)})
     assert state["numbers"] == {1, 2.0, 64} and state["refused"] == []
+    launches.count_values(state, (), {}, (5,))  # a grid's sizes reach the kernel too
+    assert state["numbers"] == {1, 2.0, 64, 5}
     with pytest.raises(RuntimeError, match="distinct Python numbers"):
         launches.count_values(state, (3, 4.0), {})
-    assert "5 distinct" in state["refused"][0]
+    assert "6 distinct" in state["refused"][0]
     wide = launches.new_state()
     with pytest.raises(RuntimeError, match="65 values handed to one kernel launch"):
         launches.count_values(wide, (tuple([0.0] * 65),), {})
+    timing = launches.new_state()
+    timing["allow"] = None  # kbx times: no evidence is gathered, nothing is counted
+    launches.count_values(timing, (tuple([0.0] * 65),), {})
+    assert timing["numbers"] == set() and timing["refused"] == []

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy
 import torch
+import triton.language.core
 
 _TB = torch._C.TensorBase
 _Tensor = torch.Tensor
@@ -36,6 +37,8 @@ _int, _float, _complex, _str, _bool = (
 SCALARS = (int, float, complex, str)
 _NoneType = type(None)
 _NUMPY_SCALAR, _bytes = numpy.generic, bytes
+_CONSTEXPR = triton.language.core.constexpr
+_object_attribute, _dict_get = object.__dict__["__getattribute__"], dict.get
 
 
 def kind(x: Any) -> str:
@@ -126,29 +129,28 @@ def leaves(x: Any) -> list[Any]:
 
 
 def argument_values(args: Any, kwargs: Any, numbers: set[Any]) -> int:
-    """How many values a launch hands its kernel: each Python or NumPy number, and each item
-    (number, tensor, anything) of a tuple or list, nested ones too; the numbers are added to
-    ``numbers`` (by value, as their base type's).  Host data handed to kernels this way in bulk
-    is no kernel's work (``stages.evidence``)."""
+    """How many values a launch hands its kernel: each argument, and each item of a tuple or
+    list (nested ones too) in place of the container; the numbers among them (Python's,
+    NumPy's, a ``tl.constexpr``'s) are added to ``numbers``, by value.  Host data handed to
+    kernels this way in bulk is no kernel's work (``launches.count_values``)."""
     top = (*elements(args), *elements(_tuple(kwargs.values())))
-    return sum(values(v, 0, 0, numbers) for v in top)
+    return sum(values(v, 0, numbers) for v in top)
 
 
-def values(x: Any, depth: int, inside: int, numbers: set[Any]) -> int:
-    mro = _mro(_type(x))
+def values(x: Any, depth: int, numbers: set[Any]) -> int:
+    kind_of = _type(x)
+    mro = _mro(kind_of)
+    if depth > 8:  # nested deeper than any kernel takes: counted as too many
+        return 1 << 20
     if tuple in mro or list in mro:
-        if depth > 8:  # nested deeper than any kernel takes: counted as too many
-            return 1 << 20
-        return sum(values(v, depth + 1, 1, numbers) for v in elements(x))
-    if bool in mro:
-        return inside
-    if int in mro or float in mro or complex in mro:
+        return sum(values(v, depth + 1, numbers) for v in elements(x))
+    if kind_of is _CONSTEXPR:  # Triton's own class, exactly: its value, read from its dict
+        return values(_dict_get(_object_attribute(x, "__dict__"), "value"), depth + 1, numbers)
+    if bool not in mro and (int in mro or float in mro or complex in mro):
         numbers.add(scalar(x))
-        return 1
-    if _NUMPY_SCALAR in mro:
-        numbers.add((_type_name(_type(x)), _bytes(memoryview(x))))
-        return 1
-    return inside
+    elif _NUMPY_SCALAR in mro:
+        numbers.add((_type_name(kind_of), _bytes(memoryview(x))))
+    return 1
 
 
 def restore(dst: Any, src: Any) -> None:

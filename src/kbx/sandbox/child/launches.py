@@ -59,13 +59,20 @@ def new_state() -> dict[str, Any]:
     }  # fmt: skip
 
 
-def count_values(state: dict[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def count_values(
+    state: dict[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any = None
+) -> None:
     """The values a launch hands its kernel (``handling.argument_values``), its numbers kept
     for the case (``state["numbers"]``, by value).  More than ``WIDEST`` values to one launch,
     or more distinct numbers in a case than it allows (``state["allow"]``, set by the child
     for each case from its inputs' size), is host data handed to kernels in bulk: the launch
-    is refused, and the call is ``no_triton``."""
+    is refused, and the call is ``no_triton``.  While kbx times (``allow`` None) nothing is
+    counted: no evidence is gathered then, and a timed launch's own cost stays as it was."""
+    if state["allow"] is None:
+        return
     kept = {k: v for k, v in kwargs.items() if k not in LAUNCH_KEYS}
+    if _type(grid) in (tuple, list):  # its sizes reach the kernel too (``tl.num_programs``)
+        kept["grid"] = grid
     n = handling.argument_values(args, kept, state["numbers"])
     distinct = len(state["numbers"])
     if n > WIDEST or distinct > state["allow"]:
@@ -207,7 +214,7 @@ def compiled_launch(
     warm = kwargs.get("warmup", False)
     if not warm:
         state["launches"] += 1
-        count_values(state, args, kwargs)
+        count_values(state, args, kwargs, kwargs.get("grid"))
     refuse_hooks(kernel, jit)
     state["depth"] += 1
     mark = contextlib.nullcontext() if warm or marks is None else marks()
@@ -296,7 +303,7 @@ def interpreted_launch(
         state["refused"].append(why)
         raise RuntimeError(f"kbx: {why} (not Triton work: see kbx's trust model)")
     state["launches"] += 1
-    count_values(state, args, kwargs)
+    count_values(state, args, kwargs, grid)
     if (observe := state.get("observe")) is not None:  # kbx's audit of trusted solutions only
         observe(kernel, args, kwargs)
     refuse_hooks(kernel, jit)

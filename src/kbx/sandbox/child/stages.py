@@ -149,6 +149,7 @@ def timed(ctx: SimpleNamespace, task: Any, job: Any, plan: Any, fn: Any) -> list
     if not ctx.timed:
         return []
     cfg = job.config
+    ctx.state["allow"] = None  # no evidence is gathered while kbx times: no count either
     precision = clock.Precision(cfg.timing_rel_ci, cfg.timing_budget_ms)
     sender = SimpleNamespace(send=ctx.send)
     timings, outs, variants = runner.time_bench(task, plan, fn, sender, cfg.profile, precision)
