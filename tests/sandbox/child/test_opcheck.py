@@ -92,6 +92,22 @@ def test_launches_and_python_numbers_written_one_by_one_are_counted():
     assert evidence.host_ops(calls) == {opcheck.WRITTEN: 3}
 
 
+def test_the_fill_of_a_zero_is_the_zero_s_and_no_tensor_made_from_a_number():
+    """torch's zero_ calls fill_(0) for a large tensor (on the GPU always): Triton's autotuning
+    zeroes its L2 buffer before each benchmarked call, hundreds in bulk; a fill_ of its own
+    still counts."""
+    recorder = opcheck.recorder()
+    big = torch.ones(1 << 16)
+    recorder.start()
+    for _ in range(300):
+        big.zero_()
+    big.fill_(2.0)
+    calls = recorder.stop()
+    assert calls["aten::zero_"] == 300 and calls["aten::fill_"] == 1
+    assert sum(calls.get(op, 0) for op in opcheck.FROM_NUMBER) == 1
+    assert evidence.compute_ops(calls) == {}
+
+
 def test_a_tensor_read_into_numpy_or_made_from_it_is_host_data():
     recorder = opcheck.recorder()
     x = torch.randn(8)

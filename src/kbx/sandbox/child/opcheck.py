@@ -53,6 +53,10 @@ WRITTEN = "kbx::written"  # a Python number written into a view just made
 # host data in bulk (``stages.evidence``): elements read into Python one at a time (``item``),
 # tensors made from Python numbers
 READ, MADE = "kbx::read", "kbx::made"
+# The fill_ a zero_ calls (torch's zero_ does fill_(0): always on the GPU, on the CPU for large
+# or strided tensors) is the zero_'s, no tensor made from a number (``count``): Triton's benchmark
+# of each autotuning config zeroes a 256 MB buffer before each of its hundreds of calls to empty
+# the L2 cache, and its reset_to_zero zeroes the kernel's named arguments
 VIEWS = frozenset(
     f"aten::{n}" for n in ("select", "slice", "narrow", "as_strided", "unbind", "view")
 )
@@ -323,22 +327,25 @@ def count(roots: list[Any], thread: int, skip: set[str], launches: set[str]) -> 
     """The aten operations of the tree, nested or not, outside kbx's ranges (``skip``, on kbx's
     ``thread``), by name; the launch marks (``launches``) as ``LAUNCHES``; and a ``fill_`` of
     a view just made (``out[i].fill_(v)``: Python numbers written one by one), or a ``copy_``
-    just after a view and a tensor made from a number (``FROM_NUMBER``), as ``WRITTEN``."""
+    just after a view and a tensor made from a number (``FROM_NUMBER``), as ``WRITTEN``.  The
+    ``fill_(0)`` a ``zero_`` calls is the ``zero_``'s own, not counted."""
     calls: dict[str, int] = {}
-    todo = in_order(roots)
+    todo = [(event, before, None) for event, before in in_order(roots)]
     while todo:
-        event, before = todo.pop()
+        event, before, parent = todo.pop()
         name = _name(event)
         if name in skip and _thread(event) == thread:
             continue  # kbx's own work: its subtree is left out
         key = LAUNCHES if name in launches else name if name.startswith("aten::") else None
-        if key == "aten::fill_" and before[0] in VIEWS:
+        if key == "aten::fill_" and parent == "aten::zero_":
+            key = None
+        elif key == "aten::fill_" and before[0] in VIEWS:
             key = WRITTEN
         if key == "aten::copy_" and written_copy(before):
             key = WRITTEN
         if key is not None:
             calls[key] = calls.get(key, 0) + 1
-        todo.extend(in_order(_children(event)))
+        todo.extend((e, b, name) for e, b in in_order(_children(event)))
     return calls
 
 
