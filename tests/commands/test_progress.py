@@ -7,6 +7,8 @@ line naming the candidate, its trace in the run folder, no traceback."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -94,6 +96,47 @@ def test_a_long_wait_names_the_candidates_still_running_and_where(tmp_path, caps
     assert still, lines
     assert any("still running: Math/add (import, " in ln for ln in still), still
     assert lines[-1].startswith("[1/1 ") and "Math/add: passed" in lines[-1]
+
+
+class Bar:
+    """The progress bar's calls the watch makes, kept."""
+
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+
+    def add_task(self, *args, **kwargs):
+        return 0
+
+    def note(self, task, text):
+        self.notes.append(text)
+
+
+def test_a_stall_names_the_gpu_lock_s_holder_and_dumps_the_stacks_once(tmp_path):
+    """A run whose GPU lock another process holds: the stall line says who holds it, and once
+    the stall is twice the watch's time, the run folder's ``logs/stalls.log`` has the holds
+    and kbx's own stacks (a hold is logged only when it ends, so a stuck one shows only here)."""
+    lock = tmp_path / "gpu0.lock"
+    lock.touch()
+    code = "import fcntl,sys,time; f=open(sys.argv[1],'a'); fcntl.flock(f,fcntl.LOCK_SH);"
+    code += " print('held', flush=True); time.sleep(60)"
+    owner = subprocess.Popen(
+        [sys.executable, "-c", code, str(lock)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert owner.stdout is not None and owner.stdout.readline() == "held\n"
+        bar = Bar()
+        with progress.Watch(bar, lambda: [], stall_s=0.3, run_dir=tmp_path):  # type: ignore[arg-type]
+            time.sleep(1.6)
+    finally:
+        owner.kill()
+        owner.wait()
+    assert bar.notes and all(f"GPU lock held by {owner.pid} (" in n for n in bar.notes)
+    dumped = [n for n in bar.notes if "stacks in " in n]
+    assert len(dumped) == 1, bar.notes
+    text = (tmp_path / "logs" / "stalls.log").read_text()
+    assert f"{owner.pid} holds gpu0.lock (READ)" in text
+    assert "test_progress.py" in text  # this process's stacks: the test sleeping in its watch
+    assert text.count("no result for a while") == 1
 
 
 def test_kbxs_own_fault_is_one_line_with_its_trace_in_the_run_folder(tmp_path, capsys, monkeypatch):

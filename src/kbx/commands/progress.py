@@ -1,13 +1,16 @@
 """The progress of a ``kbx eval`` run, from its first second: a bar for the candidates and one for
 the baselines stage (saying why it runs), each with its count and an estimate of the time left;
-past ``STALL_S`` without a result, what is still running and where (``Evaluator.running``); and a
-line for each of kbx's own faults, with the file that holds its trace."""
+past ``STALL_S`` without a result, what is still running and where (``Evaluator.running``), and
+who holds the run's GPU lock (``lockholders``: past twice that, in the run folder's
+``logs/stalls.log`` too, with kbx's own stacks); and a line for each of kbx's own faults, with the
+file that holds its trace."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from rich.progress import TaskID
@@ -16,6 +19,7 @@ from rich.text import Text
 from kbx.commands.terminal import LogProgress, console
 from kbx.core.activity import Activity
 from kbx.core.result import Result
+from kbx.gpu import lockholders
 from kbx.suite.verdict import Verdict
 
 STALL_S = 30.0  # no result for this long: say what is still running, and again as often
@@ -63,8 +67,10 @@ class Watch:
         bar: LogProgress,
         running: Callable[[], list[Activity]],
         stall_s: float | None = None,
+        run_dir: Path | None = None,
     ) -> None:
-        self.bar, self.running = bar, running
+        self.bar, self.running, self.run_dir = bar, running, run_dir
+        self.dumped = 0.0  # when the stall being noted was dumped (``lockholders.dump``)
         self.stall_s = STALL_S if stall_s is None else stall_s
         self.tick_s = min(TICK_S, self.stall_s / 2)
         self.candidates = bar.add_task("evaluating", total=None, last="")
@@ -108,4 +114,15 @@ class Watch:
             quiet = now - self.last
             if quiet >= self.stall_s and now - self.told >= self.stall_s:
                 self.told = now
-                self.bar.note(self.current, running_line(self.running(), quiet))
+                self.bar.note(self.current, running_line(self.running(), quiet) + self.locks(quiet))
+
+    def locks(self, quiet: float) -> str:
+        """``; GPU lock held by ...`` where the run has GPU locks; the first time a stall is
+        ``2 * stall_s`` old, its holds and kbx's stacks go to the run folder's log too."""
+        if self.run_dir is None or (said := lockholders.note(self.run_dir)) is None:
+            return ""
+        if quiet >= 2 * self.stall_s and self.dumped < self.last:
+            self.dumped = time.monotonic()
+            if (log := lockholders.dump(self.run_dir)) is not None:
+                said += f" (stacks in {log})"
+        return f"; {said}"

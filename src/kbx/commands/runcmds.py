@@ -112,7 +112,7 @@ def run_with_progress(
     from kbx.commands.progress import Watch, baselines_title
     from kbx.run.plan import RunPlan, run_eval
 
-    with progress_bar() as bar, Watch(bar, ev.running) as watch:
+    with progress_bar() as bar, Watch(bar, ev.running, run_dir=out) as watch:
         tasks = [0]
 
         def started(plan: RunPlan) -> None:

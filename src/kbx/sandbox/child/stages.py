@@ -223,14 +223,14 @@ def call(
     """One seeded call of the candidate, then ``after_call``; its raw output."""
     _manual_seed(seed)
     try:
-        out = fn(*args, **kwargs)
-        if _limit() != _LIMIT:
-            _set_limit(_LIMIT)
+        try:
+            out = fn(*args, **kwargs)
+        finally:
+            if _limit() != _LIMIT:
+                _set_limit(_LIMIT)
         if ctx.cuda:
             _synchronize()
     except BaseException as exc:  # noqa: BLE001 - anything the candidate raises is its verdict
-        if _limit() != _LIMIT:
-            _set_limit(_LIMIT)
         refused(ctx)
         raise ctx.failure(exc) from None
     after_call(ctx, kind, index)

@@ -1,0 +1,110 @@
+"""Who holds a run's GPU locks, for a run that produces no result for a while: the processes
+that hold or wait for each lock file of the run folder (``gpulock``), read from the kernel's
+table of locks (``/proc/locks``), each named by its command line.  A hold is logged only when it
+ends (``gpulock.log_hold``), so a hold that never ends is seen only here.
+
+``note`` gives the progress line's part; ``dump`` appends the same, with every thread's stack of
+this process (kbx's own checks and baseline threads), to ``logs/stalls.log`` in the run folder.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+LOCKS = Path("/proc/locks")
+
+
+@dataclass(frozen=True)
+class Hold:
+    file: str  # the lock file's name: gpu0.lock, gpu0.lock.gate
+    pid: int
+    mode: str  # READ (shared) or WRITE (exclusive)
+    waiting: bool
+
+
+def lock_files(run_dir: Path) -> dict[int, str]:
+    """The run folder's GPU lock files, by inode."""
+    found = {}
+    for path in sorted(run_dir.glob("gpu*.lock")) + sorted(run_dir.glob("gpu*.lock.gate")):
+        try:
+            found[path.stat().st_ino] = path.name
+        except OSError:
+            continue
+    return found
+
+
+def holds(run_dir: Path, table: Path = LOCKS) -> list[Hold]:
+    """Each hold of, and wait for, the run's lock files."""
+    files = lock_files(run_dir)
+    if not files:
+        return []
+    try:
+        lines = table.read_text().splitlines()
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        fields = line.split()
+        waiting = "->" in fields
+        rest = [f for f in fields if f != "->"]
+        if len(rest) < 6 or rest[1] != "FLOCK" or not rest[4].isdigit():
+            continue
+        try:
+            inode = int(rest[5].rsplit(":", 1)[-1])
+        except ValueError:
+            continue
+        if inode in files:
+            found.append(Hold(files[inode], int(rest[4]), rest[3], waiting))
+    return found
+
+
+def command(pid: int) -> str:
+    """What a process runs, shortly: ``kbx`` for this one."""
+    if pid == os.getpid():
+        return "kbx"
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "gone"
+    words = [w.decode(errors="replace") for w in raw if w]
+    for i, word in enumerate(words):
+        if word == "-m" and i + 1 < len(words):
+            return words[i + 1].removeprefix("kbx.")
+    return " ".join(words)[:60] or "?"
+
+
+def note(run_dir: Path) -> str | None:
+    """``GPU lock held by 123 (sandbox.child.main, shared); 7 waiting``, or None (no lock)."""
+    found = holds(run_dir)
+    held = [h for h in found if not h.waiting and h.file.endswith(".lock")]
+    gate = [h for h in found if not h.waiting and h.file.endswith(".gate") and h.mode == "WRITE"]
+    waiting = len({h.pid for h in found if h.waiting})
+    if not held and not gate and not waiting:
+        return None
+    parts = [f"{h.pid} ({command(h.pid)}, {'shared' if h.mode == 'READ' else 'exclusive'})"
+             for h in held]  # fmt: skip
+    parts += [f"{h.pid} ({command(h.pid)}, passing the gate)" for h in gate]
+    who = ", ".join(dict.fromkeys(parts)) or "nobody"
+    return f"GPU lock held by {who}; {waiting} waiting"
+
+
+def dump(run_dir: Path) -> Path | None:
+    """``note``'s holds, every one, and this process's thread stacks appended to the run
+    folder's ``logs/stalls.log``; its path (None where it cannot be written)."""
+    path = run_dir / "logs" / "stalls.log"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a") as f:
+            f.write(f"=== {time.strftime('%Y-%m-%dT%H:%M:%S')}: no result for a while\n")
+            for h in holds(run_dir):
+                how = "waits for" if h.waiting else "holds"
+                f.write(f"{h.pid} {how} {h.file} ({h.mode}): {command(h.pid)}\n")
+            f.flush()
+            faulthandler.dump_traceback(f, all_threads=True)
+    except OSError:
+        return None
+    return path
