@@ -17,6 +17,7 @@ import pytest
 
 from kbx.commands import progress
 from kbx.commands.runcmds import run_with_progress
+from kbx.core.activity import Activity
 from kbx.core.candidate import Candidate
 from kbx.core.config import EvalConfig, Limits, Tuning
 from kbx.core.result import Result
@@ -125,7 +126,8 @@ def test_a_stall_names_the_gpu_lock_s_holder_and_dumps_the_stacks_once(tmp_path)
     try:
         assert owner.stdout is not None and owner.stdout.readline() == "held\n"
         bar = Bar()
-        with progress.Watch(bar, lambda: [], stall_s=0.3, run_dir=tmp_path):  # type: ignore[arg-type]
+        busy = [Activity("Math/add", "cases 1", time.time(), time.time())]
+        with progress.Watch(bar, lambda: busy, stall_s=0.3, run_dir=tmp_path):  # type: ignore[arg-type]
             time.sleep(1.6)
     finally:
         owner.kill()
@@ -136,6 +138,7 @@ def test_a_stall_names_the_gpu_lock_s_holder_and_dumps_the_stacks_once(tmp_path)
     text = (tmp_path / "logs" / "stalls.log").read_text()
     assert f"{owner.pid} holds gpu0.lock (READ)" in text
     assert "test_progress.py" in text  # this process's stacks: the test sleeping in its watch
+    assert "running: Math/add (cases 1, " in text
     assert text.count("no result for a while") == 1
 
 

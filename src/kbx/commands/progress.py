@@ -114,15 +114,19 @@ class Watch:
             quiet = now - self.last
             if quiet >= self.stall_s and now - self.told >= self.stall_s:
                 self.told = now
-                self.bar.note(self.current, running_line(self.running(), quiet) + self.locks(quiet))
+                running = self.running()
+                self.bar.note(
+                    self.current, running_line(running, quiet) + self.locks(quiet, running)
+                )
 
-    def locks(self, quiet: float) -> str:
+    def locks(self, quiet: float, running: list[Activity]) -> str:
         """``; GPU lock held by ...`` where the run has GPU locks; the first time a stall is
         ``2 * stall_s`` old, its holds and kbx's stacks go to the run folder's log too."""
         if self.run_dir is None or (said := lockholders.note(self.run_dir)) is None:
             return ""
         if quiet >= 2 * self.stall_s and self.dumped < self.last:
             self.dumped = time.monotonic()
-            if (log := lockholders.dump(self.run_dir)) is not None:
+            now = time.time()
+            if (log := lockholders.dump(self.run_dir, [a.line(now) for a in running])) is not None:
                 said += f" (stacks in {log})"
         return f"; {said}"

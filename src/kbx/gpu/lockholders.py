@@ -12,6 +12,7 @@ from __future__ import annotations
 import faulthandler
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,9 +93,10 @@ def note(run_dir: Path) -> str | None:
     return f"GPU lock held by {who}; {waiting} waiting"
 
 
-def dump(run_dir: Path) -> Path | None:
-    """``note``'s holds, every one, and this process's thread stacks appended to the run
-    folder's ``logs/stalls.log``; its path (None where it cannot be written)."""
+def dump(run_dir: Path, running: Sequence[str] = ()) -> Path | None:
+    """``note``'s holds, every one, what is still running (``running``: every line, where the
+    progress line names four), and this process's thread stacks appended to the run folder's
+    ``logs/stalls.log``; its path (None where it cannot be written)."""
     path = run_dir / "logs" / "stalls.log"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -103,6 +105,7 @@ def dump(run_dir: Path) -> Path | None:
             for h in holds(run_dir):
                 how = "waits for" if h.waiting else "holds"
                 f.write(f"{h.pid} {how} {h.file} ({h.mode}): {command(h.pid)}\n")
+            f.writelines(f"running: {line}\n" for line in running)
             f.flush()
             faulthandler.dump_traceback(f, all_threads=True)
     except OSError:
