@@ -3,6 +3,8 @@ locks, with real ``flock`` holds of other processes (the lock itself needs no GP
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -79,3 +81,72 @@ def test_the_table_s_lines_are_read_by_field(tmp_path):
         lockholders.Hold("gpu0.lock", 41, "READ", False),
         lockholders.Hold("gpu0.lock", 42, "WRITE", True),
     ]
+
+
+def catches_usr1(pid: int) -> bool:
+    """Whether the process has a handler for SIGUSR1 (``SigCgt`` in its status)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (signal.SIGUSR1 - 1) & 1)
+    return False
+
+
+def test_a_baseline_worker_writes_its_stacks_to_its_log_on_request(tmp_path):
+    """The real worker (``--serve``, waiting for its first request) registers the request at its
+    start; a stall's dump sends it to a worker that holds the lock."""
+    log = tmp_path / "worker.log"
+    with log.open("w") as err:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "kbx.evaluate.baseline_worker", "--serve"],
+            stdin=subprocess.PIPE,
+            stderr=err,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while not catches_usr1(worker.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert catches_usr1(worker.pid)
+        os.kill(worker.pid, signal.SIGUSR1)
+        deadline = time.monotonic() + 10
+        while "File " not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "baseline_worker.py" in log.read_text()
+        assert worker.poll() is None  # alive: a report, not an end
+    finally:
+        worker.kill()
+        worker.wait()
+
+
+def test_the_dump_asks_only_a_holding_baseline_worker_for_its_stacks(tmp_path, monkeypatch):
+    lock = tmp_path / "gpu0.lock"
+    lock.touch()
+    code = (
+        "import faulthandler, fcntl, signal, sys, time\n"
+        "faulthandler.register(signal.SIGUSR1, all_threads=True)\n"
+        "f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_SH)\n"
+        "print('held', flush=True); time.sleep(60)\n"
+    )
+    log = tmp_path / "holder.log"
+    with log.open("w") as err:
+        owner = subprocess.Popen(
+            [sys.executable, "-c", code, str(lock)], stdout=subprocess.PIPE, stderr=err, text=True
+        )
+    try:
+        assert owner.stdout is not None and owner.stdout.readline() == "held\n"
+        lockholders.dump(tmp_path)  # not a worker: not signalled
+        time.sleep(0.5)
+        assert log.read_text() == ""
+        named = lockholders.command
+        monkeypatch.setattr(
+            lockholders,
+            "command",
+            lambda pid: f"{lockholders.WORKER} --serve" if pid == owner.pid else named(pid),
+        )
+        lockholders.dump(tmp_path)
+        deadline = time.monotonic() + 10
+        while "File " not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "File " in log.read_text() and owner.poll() is None
+    finally:
+        owner.kill()
+        owner.wait()

@@ -12,8 +12,10 @@ compile).  Only kbx and torch are imported here, never a candidate.
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable
@@ -135,7 +137,14 @@ def measure_all(
     return out
 
 
+def stacks_on_request() -> None:
+    """``SIGUSR1`` writes every thread's stack to this worker's log (its stderr), for a stall's
+    report (``lockholders.dump``) where the worker holds the GPU lock."""
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+
+
 def main(task_id: str, kinds: str, cases: str, lock: str, core: str = "") -> int:
+    stacks_on_request()
     full_fp32()
     gpuwait.asleep()  # waits sleep, except in the timing turns (``gpuwait``)
     print(json.dumps(measure_all(task_id, kinds, cases, lock, core)))
@@ -147,6 +156,7 @@ def serve() -> int:
     closes: torch, kbx and inductor start once for many tasks."""
     from kbx.gpu.compile_pool import MARK
 
+    stacks_on_request()
     full_fp32()
     gpuwait.asleep()  # waits sleep, except in the timing turns (``gpuwait``)
     for line in sys.stdin:

@@ -4,19 +4,24 @@ table of locks (``/proc/locks``), each named by its command line.  A hold is log
 ends (``gpulock.log_hold``), so a hold that never ends is seen only here.
 
 ``note`` gives the progress line's part; ``dump`` appends the same, with every thread's stack of
-this process (kbx's own checks and baseline threads), to ``logs/stalls.log`` in the run folder.
+this process (kbx's own checks and baseline threads), to ``logs/stalls.log`` in the run folder,
+and asks each baseline worker that holds a lock for its stacks (``SIGUSR1``: they go to its own
+log in the run folder's ``logs``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import os
+import signal
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 LOCKS = Path("/proc/locks")
+WORKER = "evaluate.baseline_worker"  # a baseline worker's module (``command``): it dumps stacks
 
 
 @dataclass(frozen=True)
@@ -110,4 +115,8 @@ def dump(run_dir: Path, running: Sequence[str] = ()) -> Path | None:
             faulthandler.dump_traceback(f, all_threads=True)
     except OSError:
         return None
+    for h in holds(run_dir):
+        if not h.waiting and command(h.pid).startswith(WORKER):
+            with contextlib.suppress(OSError):
+                os.kill(h.pid, signal.SIGUSR1)  # its stacks to its log (``stacks_on_request``)
     return path
