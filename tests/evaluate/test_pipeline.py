@@ -21,26 +21,57 @@ from tests.progress import progress
 BAD_FOLDERS = sorted(p.name for p in BAD.iterdir() if p.is_dir())
 
 
+# Each category's median task by CPU time beside two busy loops (reference-cpu.jsonl in
+# benchmarks/results): about 150 s of `make test`, where the whole suite takes 25 minutes
+# (``pytest -m slow``; its figure: ``benchmarks/gpu.py reference --device cpu --busy 2``)
+SAMPLE = (
+    "Activation/tanh_bf16 Convolution/conv_transpose2d Fusion/fused_gelu_min Index/masked_select "
+    "LinearAlgebra/determinant_lu Loss/smooth_l1_loss Math/signbit MatrixMultiply/matmul_fp16 "
+    "Normalization/normalize_pairwise_distance Optimizer/Lion Pooling/avg_pool1d "
+    "Quantization/conv2d_w8a8 Random/rand Reduce/min_gelu SpatialOps/grid_sample_with_affine"
+).split()
+
+
+def test_a_task_of_each_category_passes_on_cpu_beside_two_busy_loops(
+    run_source, monkeypatch, capsys, tmp_path
+):
+    """The whole-suite test below on one task of each category (CI's share of it)."""
+    source = tmp_path / "sample"
+    for task_id in SAMPLE:
+        (source / task_id).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REFERENCE / f"{task_id}.py", source / f"{task_id}.py")
+    records = beside_busy_loops(run_source, monkeypatch, capsys, source, len(SAMPLE))
+    assert {r["task_id"] for r in records} == set(SAMPLE)
+    assert {r["task_id"].split("/")[0] for r in records} == {t.split("/")[0] for t in load_suite()}
+
+
+@pytest.mark.slow
 def test_reference_solutions_all_pass_on_cpu_beside_two_busy_loops(run_source, monkeypatch, capsys):
     """Limits are CPU seconds of the child: two busy loops competing for the machine's cores
     turn no correct candidate into a timeout.  Every result says its sandbox level and which
     cases were checked, benchmark sizes where the interpreter affords them."""
+    records = beside_busy_loops(run_source, monkeypatch, capsys, REFERENCE, len(load_suite()))
+    assert {r["task_id"] for r in records} == set(load_suite())
+
+
+def beside_busy_loops(run_source, monkeypatch, capsys, source: Path, count: int) -> list[dict]:
+    """``source``'s candidates evaluated beside two busy loops, each ``passed``, with its
+    sandbox level, its checked cases and its check's time split by kind of output."""
     # minutes of `make test`: a progress line on the terminal every 30 s (tests/progress.py)
-    step = progress(capsys, "reference solutions", len(load_suite()))
+    step = progress(capsys, "reference solutions", count)
     on_result = lambda r: step(f"{r.task_id}: {r.verdict}")
     monkeypatch.setattr(conftest, "run_eval", partial(conftest.run_eval, on_result=on_result))
     loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
     try:
         # kbx's default limits, as a user runs it: pseudoinverse_svd's (3, 9, 9) case takes
         # about 60 CPU-s in the interpreter with its refill, over the tests' usual 60 s
-        records = run_source(REFERENCE, timeout_s=Limits().case_s)
+        records = run_source(source, timeout_s=Limits().case_s)
     finally:
         for loop in loops:
             loop.kill()
             loop.wait()
     failed = {r["task_id"]: r["detail"] for r in records if r["verdict"] != "passed"}
     assert not failed
-    assert {r["task_id"] for r in records} == set(load_suite())
     assert all(r["device"] == "cpu" and r["speedup"] is None for r in records)
     assert {r["sandbox"] for r in records} == {confine.probe().name}
     checked = [r["checked"] for r in records]
@@ -52,6 +83,7 @@ def test_reference_solutions_all_pass_on_cpu_beside_two_busy_loops(run_source, m
         assert r["stage_s"]["check_reference"] <= r["stage_s"]["check"] + 0.001
         assert ("check_bench" in split) == (r["checked"]["bench"] > 0)
         assert sum(split.values()) <= r["stage_s"]["check"] + 0.001 * len(split)  # rounded
+    return records
 
 
 def test_the_project_machines_have_every_sandbox_layer():
