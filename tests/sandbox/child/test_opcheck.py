@@ -108,6 +108,31 @@ def test_the_fill_of_a_zero_is_the_zero_s_and_no_tensor_made_from_a_number():
     assert evidence.compute_ops(calls) == {}
 
 
+def test_a_zero_of_the_candidate_s_own_that_fills_counts_every_fill():
+    """A Python kernel registered for zero_ that writes numbers one by one, or fills many times,
+    inside it: only torch's own zero_ (one fill_ and nothing else) is exempt."""
+    library = torch._C._dispatch_library("IMPL", "aten", "", "test", 1)
+
+    def zero_(x):
+        flat = x.view(-1)
+        for i in range(flat.numel()):
+            flat[i].fill_(float(i))  # a number written into a view, inside zero_
+        for _ in range(3):
+            x.fill_(7.0)  # bulk fills inside zero_
+        return x
+
+    recorder = opcheck.recorder()
+    x = torch.ones(5)
+    try:
+        library.impl("zero_", "CPU", zero_, False)
+        recorder.start()
+        x.zero_()
+        calls = recorder.stop()
+    finally:
+        del library
+    assert calls.get(opcheck.WRITTEN) == 5 and calls.get("aten::fill_") == 3
+
+
 def test_a_tensor_read_into_numpy_or_made_from_it_is_host_data():
     recorder = opcheck.recorder()
     x = torch.randn(8)

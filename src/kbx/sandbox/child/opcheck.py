@@ -337,15 +337,19 @@ def count(roots: list[Any], thread: int, skip: set[str], launches: set[str]) -> 
         if name in skip and _thread(event) == thread:
             continue  # kbx's own work: its subtree is left out
         key = LAUNCHES if name in launches else name if name.startswith("aten::") else None
-        if key == "aten::fill_" and parent == "aten::zero_":
-            key = None
-        elif key == "aten::fill_" and before[0] in VIEWS:
+        if key == "aten::fill_" and before[0] in VIEWS:
             key = WRITTEN
+        elif key == "aten::fill_" and parent == "aten::zero_":
+            key = None
         if key == "aten::copy_" and written_copy(before):
             key = WRITTEN
         if key is not None:
             calls[key] = calls.get(key, 0) + 1
-        todo.extend((e, b, name) for e, b in in_order(_children(event)))
+        children = in_order(_children(event))
+        # only torch's own zero_, one fill_ and nothing else, is exempt: a Python kernel
+        # registered for zero_ that fills many times counts each fill
+        own = name == "aten::zero_" and [_name(e) for e, _ in children] == ["aten::fill_"]
+        todo.extend((e, b, name if own else None) for e, b in children)
     return calls
 
 
