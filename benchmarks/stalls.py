@@ -1,7 +1,7 @@
 """Evidence of a stalled GPU run: beside ``benchmarks/gpu.py`` on the GPU machine, it watches
 the GPU lock's hold log of each run folder under ``--under``; once the log has not grown for
 ``--quiet`` seconds while kbx runs, it writes to ``--out`` who holds and who waits for the lock
-(``/proc/locks``, matched to the lock files' inodes), the process tree, and the Python stack of
+(``kbx.gpu.lockholders``, from ``/proc/locks``), the process tree, and the Python stack of
 every kbx process (``py-spy dump``, where installed).  A deadlock then names its holder and
 where it waits, which the hold log alone cannot: a hold is logged when it ends.
 
@@ -14,38 +14,16 @@ import argparse
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from kbx.gpu import lockholders  # noqa: E402 - kbx's reading of /proc/locks
 
 
 def lock_logs(under: Path) -> list[Path]:
     return sorted(under.glob("kbx-figures-*/*/gpu*.lock.log"))
-
-
-def inodes(log: Path) -> dict[int, str]:
-    """The lock files beside a hold log, by inode."""
-    found = {}
-    for path in (log.with_suffix(""), Path(str(log.with_suffix("")) + ".gate")):
-        if path.exists():
-            found[path.stat().st_ino] = path.name
-    return found
-
-
-def holders(files: dict[int, str]) -> list[str]:
-    """The ``/proc/locks`` lines on those files, each with its file's name and the process."""
-    lines = []
-    for line in Path("/proc/locks").read_text().splitlines():
-        fields = line.split()
-        waiting = "->" in fields
-        rest = [f for f in fields if f != "->"]
-        if len(rest) < 6:
-            continue
-        pid, where = rest[4], rest[5]
-        inode = int(where.rsplit(":", 1)[-1])
-        if inode in files:
-            how = "waits" if waiting else "holds"
-            lines.append(f"{files[inode]} {how} {rest[3]} {pid}: {cmd(pid)}")
-    return lines
 
 
 def cmd(pid: str) -> str:
@@ -60,7 +38,10 @@ def dump(log: Path, out: Path, number: int) -> None:
     report = [
         f"stall {number} at {time.time():.1f}: {log} unchanged for"
         f" {time.time() - log.stat().st_mtime:.0f} s",
-        *holders(inodes(log)),
+        *(
+            f"{h.file} {'waits' if h.waiting else 'holds'} {h.mode} {h.pid}: {cmd(str(h.pid))}"
+            for h in lockholders.holds(log.parent)
+        ),
         "",
     ]
     tree = subprocess.run(

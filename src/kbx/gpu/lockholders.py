@@ -103,11 +103,12 @@ def dump(run_dir: Path, running: Sequence[str] = ()) -> Path | None:
     progress line names four), and this process's thread stacks appended to the run folder's
     ``logs/stalls.log``; its path (None where it cannot be written)."""
     path = run_dir / "logs" / "stalls.log"
+    found = holds(run_dir)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a") as f:
             f.write(f"=== {time.strftime('%Y-%m-%dT%H:%M:%S')}: no result for a while\n")
-            for h in holds(run_dir):
+            for h in found:
                 how = "waits for" if h.waiting else "holds"
                 f.write(f"{h.pid} {how} {h.file} ({h.mode}): {command(h.pid)}\n")
             f.writelines(f"running: {line}\n" for line in running)
@@ -115,7 +116,7 @@ def dump(run_dir: Path, running: Sequence[str] = ()) -> Path | None:
             faulthandler.dump_traceback(f, all_threads=True)
     except OSError:
         return None
-    for h in holds(run_dir):
+    for h in found:
         if not h.waiting and command(h.pid).startswith(WORKER):
             with contextlib.suppress(OSError):
                 os.kill(h.pid, signal.SIGUSR1)  # its stacks to its log (``stacks_on_request``)
