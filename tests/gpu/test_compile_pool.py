@@ -2,7 +2,9 @@
 a worker that hangs or dies is killed and reported, not reused."""
 
 import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,9 @@ FAKE = (
     "    print('inductor says hello', flush=True)\n"
     "    if req['task'] == 'hang': time.sleep(60)\n"
     "    if req['task'] == 'die': sys.exit(3)\n"
+    "    if req['task'] == 'hold':\n"
+    "        import fcntl; f = open(req['lock'], 'a'); fcntl.flock(f, fcntl.LOCK_SH)\n"
+    "        time.sleep(60)\n"
     "    print('KBX-BASELINE ' + json.dumps({'ok': {'pid': os.getpid()}}), flush=True)\n"
 )
 
@@ -51,6 +56,38 @@ def test_a_worker_that_hangs_or_dies_is_killed_and_reported():
         assert "pid" in ask(pool, "Math/add")["ok"]
     finally:
         pool.close()
+
+
+def test_a_worker_that_holds_the_gpu_lock_while_others_wait_is_ended(tmp_path, monkeypatch):
+    """A hold that never ends (the H100 run of 056dbd7) stalls every GPU job behind it: past
+    ``HOLD_S`` with others waiting the worker is killed, its task's baselines fail with the
+    reason, and no process of its own tries again (it would likely hold the lock again)."""
+    monkeypatch.setattr(compile_pool, "HOLD_S", 1.5)
+    lock = tmp_path / "gpu0.lock"
+    lock.touch()
+    pool = Pool([sys.executable, "-c", FAKE])
+    waiter = None
+    try:
+        waiter = subprocess.Popen(
+            [sys.executable, "-c", WAITER, str(lock)], stdin=subprocess.PIPE, text=True
+        )
+        began = time.monotonic()
+        with pytest.raises(compile_pool.WorkerHeld, match="held the GPU lock for .* while 1 "):
+            pool.ask(None, dict(os.environ), {"task": "hold", "lock": str(lock)}, 30.0)
+        assert time.monotonic() - began < 15
+        assert pool.idle == {}
+        assert issubclass(compile_pool.WorkerHeld, WorkerFailed)
+    finally:
+        pool.close()
+        if waiter is not None:
+            waiter.kill()
+            waiter.wait()
+
+
+# Takes the lock exclusively a second after its start (a timing that queues behind the hold).
+WAITER = (
+    "import fcntl, sys, time\ntime.sleep(1.0)\nfcntl.flock(open(sys.argv[1], 'a'), fcntl.LOCK_EX)\n"
+)
 
 
 def test_the_baseline_server_reports_a_bad_request_and_goes_on(tmp_path):

@@ -150,3 +150,48 @@ def test_the_dump_asks_only_a_holding_baseline_worker_for_its_stacks(tmp_path, m
     finally:
         owner.kill()
         owner.wait()
+
+
+def test_hogged_counts_the_others_waiting_only_while_one_of_the_pids_holds(tmp_path):
+    lock = tmp_path / "gpu0.lock"
+    lock.touch()
+    (tmp_path / "gpu0.lock.gate").touch()
+    owner = holder(lock, "sh")
+    waiter = None
+    try:
+        assert owner.stdout is not None and owner.stdout.readline() == "held\n"
+        assert lockholders.hogged(str(lock), {owner.pid}) == 0  # nobody waits: no harm
+        waiter = holder(lock, "ex")
+        deadline = time.monotonic() + 10
+        while not lockholders.hogged(str(lock), {owner.pid}) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert lockholders.hogged(str(lock), {owner.pid}) == 1
+        assert lockholders.hogged(str(lock), {owner.pid, waiter.pid}) == 0  # its own wait
+        assert lockholders.hogged(str(lock), {os.getpid()}) == 0  # not a holder
+        assert lockholders.hogged(str(tmp_path / "gpu1.lock"), {owner.pid}) == 0  # no such lock
+    finally:
+        for proc in (owner, waiter):
+            if proc is not None:
+                proc.kill()
+                proc.wait()
+
+
+def test_passing_the_gate_counts_as_holding_and_queueing_at_it_does_not(tmp_path):
+    """A shared taker holds the gate exclusively while it passes; a timing holds it shared while
+    it waits for the main lock (``gpulock``): only the first keeps the others out."""
+    lock = tmp_path / "gpu0.lock"
+    lock.touch()
+    gate = tmp_path / "gpu0.lock.gate"
+    gate.touch()
+    inode = gate.stat().st_ino
+    table = tmp_path / "locks"
+    table.write_text(
+        f"1: FLOCK  ADVISORY  WRITE  41 00:2a:{inode} 0 EOF\n"
+        f"1: -> FLOCK  ADVISORY  READ 42 00:2a:{inode} 0 EOF\n"
+    )
+    assert lockholders.hogged(str(lock), {41}, table) == 1
+    table.write_text(
+        f"1: FLOCK  ADVISORY  READ  41 00:2a:{inode} 0 EOF\n"
+        f"1: -> FLOCK  ADVISORY  WRITE 42 00:2a:{inode} 0 EOF\n"
+    )
+    assert lockholders.hogged(str(lock), {41}, table) == 0

@@ -28,7 +28,8 @@ class ConfigError(ValueError):
 class Limits(BaseModel):
     """Per-stage limits of a child: CPU seconds of its process tree (a loaded machine does not
     make them run out sooner), each with a wall-clock backstop ``wall_factor`` times larger (a
-    child that sleeps or blocks); kbx's own set-up and GPU-lock queueing in wall seconds."""
+    child that sleeps or blocks); kbx's own set-up, GPU-lock queueing and a GPU-lock hold that
+    others wait for (a kernel that never ends) in wall seconds."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -39,6 +40,9 @@ class Limits(BaseModel):
     bench_cpu_s: float = Field(20.0, gt=0, description="a CPU benchmark case; past it unchecked")
     wall_factor: float = Field(4.0, ge=1, description="wall-clock backstop over CPU limits")
     lock_s: float = Field(1800.0, gt=0, description="queueing for the GPU lock (wall)")
+    hold_s: float = Field(
+        120.0, gt=0, description="holding the GPU lock while others wait for it (wall)"
+    )
 
     def with_timeout(self, seconds: float | None) -> Limits:
         """The limits with ``--timeout-s`` applied to the import, each case and each timing."""

@@ -158,6 +158,8 @@ def measure_in_worker(
     cpu_s = 0.0
     try:
         reply = compile_pool.POOL.ask(gpu, env, request, BASELINE_TIMEOUT_S, grant)
+    except compile_pool.WorkerHeld as exc:
+        raise RuntimeError(f"baseline process for {task.id} failed: {exc}") from None
     except compile_pool.WorkerFailed:
         found = compile_once(request, env)
     else:

@@ -6,17 +6,21 @@ here answers one request per line: ``{"task", "kinds", "cases", "lock", "core"}`
 marked ``MARK`` with ``{"ok": {"<case>:<kind>": ms or null}}`` or ``{"error": "..."}`` out (other
 lines on its stdout are ignored).  Idle workers wait in a pool per GPU; one that times out, exits or
 answers garbage is killed, and the caller falls back to a process of its own
-(``baselines.in_worker``).  A worker's CUDA context is a standing hold in its GPU's memory budget
-(``kbx.gpu.budget``), split from the reservation of the request it was started for; an idle worker
-is let go when a reservation waits, and every idle one when the baselines stage ends.
+(``baselines.in_worker``); one that holds the GPU lock for ``HOLD_S`` while others wait is killed
+once it has written its stacks to its log, and its task's baselines fail (``WorkerHeld``).  A
+worker's CUDA context is a standing hold in its GPU's memory budget (``kbx.gpu.budget``), split
+from the reservation of the request it was started for; an idle worker is let go when a
+reservation waits, and every idle one when the baselines stage ends.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import threading
@@ -24,15 +28,23 @@ import time
 from typing import Any
 
 from kbx.core import incidents
-from kbx.gpu import footprint
+from kbx.core.proctree import tree_pids
+from kbx.gpu import footprint, lockholders
 from kbx.gpu.budget import Grant
 
 MARK = b"KBX-BASELINE "
 TASKS_PER_WORKER = 24  # then a fresh process: compiled graphs and allocator state stay bounded
+HOLD_S = 120.0  # a worker that holds the GPU lock this long while others wait is ended
+LOOK_S = 1.0  # ... looked for this often (``Worker.hogging``)
 
 
 class WorkerFailed(Exception):
     """The worker did not answer (timed out, exited, or wrote no reply): not the task's fault."""
+
+
+class WorkerHeld(WorkerFailed):
+    """The worker held the GPU lock for ``HOLD_S`` while others waited: its stacks are in its
+    log, and a process of its own would most likely hold it again (no second try)."""
 
 
 class Worker:
@@ -69,6 +81,7 @@ class Worker:
         except OSError as exc:
             raise WorkerFailed(f"cannot write to the baseline worker: {exc}") from None
         deadline = time.monotonic() + timeout_s
+        lock, hogging, looked = request.get("lock") or None, None, time.monotonic()
         while True:
             end = self.buffer.find(b"\n")
             if end >= 0:
@@ -85,16 +98,41 @@ class Worker:
                         reply["log"] = str(self.log)  # its trace is there
                     return reply
                 continue  # something else printed to stdout (torch, inductor)
-            left = deadline - time.monotonic()
+            now = time.monotonic()
+            left = deadline - now
             if left <= 0:
                 raise WorkerFailed(f"no reply from the baseline worker in {timeout_s:.0f} s")
+            if lock is not None and now - looked >= LOOK_S:
+                looked = now
+                hogging = self.hogging(lock, hogging, now)
             assert self.proc.stdout is not None
-            ready, _, _ = select.select([self.proc.stdout], [], [], left)
+            ready, _, _ = select.select([self.proc.stdout], [], [], min(left, LOOK_S))
             if ready:
                 chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
                 if not chunk:
                     raise WorkerFailed(f"the baseline worker exited ({self.proc.poll()})")
                 self.buffer += chunk
+
+    def hogging(self, lock: str, since: float | None, now: float) -> float | None:
+        """Since when the worker has held ``lock`` while others wait, at every look (None: it
+        does not now); past ``HOLD_S``, ``WorkerHeld``, once it has written its stacks to its
+        log (``SIGUSR1``, ``baseline_worker.stacks_on_request``).  Trusted code: a worker that
+        does so is kbx's own fault (docs/design/throughput.md, A hold that never ended), which
+        the run reports against that task instead of stalling every GPU job behind it."""
+        waiting = lockholders.hogged(lock, set(tree_pids(self.proc.pid)))
+        if not waiting:
+            return None
+        if since is None:
+            return now
+        if now - since > HOLD_S:
+            with contextlib.suppress(OSError):
+                os.kill(self.proc.pid, signal.SIGUSR1)
+            time.sleep(1.0)  # its stacks written before it is killed
+            raise WorkerHeld(
+                f"the baseline worker held the GPU lock for {now - since:.0f} s while "
+                f"{waiting} other processes waited for it (its stacks: {self.log})"
+            )
+        return since
 
     def close(self) -> None:
         if self.proc.poll() is None:

@@ -45,7 +45,11 @@ def lock_files(run_dir: Path) -> dict[int, str]:
 
 def holds(run_dir: Path, table: Path = LOCKS) -> list[Hold]:
     """Each hold of, and wait for, the run's lock files."""
-    files = lock_files(run_dir)
+    return holds_of(lock_files(run_dir), table)
+
+
+def holds_of(files: dict[int, str], table: Path = LOCKS) -> list[Hold]:
+    """Each hold of, and wait for, ``files`` (names by inode)."""
     if not files:
         return []
     try:
@@ -66,6 +70,28 @@ def holds(run_dir: Path, table: Path = LOCKS) -> list[Hold]:
         if inode in files:
             found.append(Hold(files[inode], int(rest[4]), rest[3], waiting))
     return found
+
+
+def one_lock(lock: str) -> dict[int, str]:
+    """A GPU's lock file and its gate, by inode (``lock_files`` for one GPU)."""
+    found = {}
+    for path in (Path(lock), Path(lock + ".gate")):
+        try:
+            found[path.stat().st_ino] = path.name
+        except OSError:
+            continue
+    return found
+
+
+def hogged(lock: str, pids: set[int], table: Path = LOCKS) -> int:
+    """How many other processes wait for the GPU lock ``lock`` while one of ``pids`` holds it
+    (its main file in either mode, or its gate exclusively: passing it); 0 where none of them
+    holds it or nobody else waits.  A candidate's child is judged by this (``Follower``)."""
+    found = holds_of(one_lock(lock), table)
+    mine = [h for h in found if h.pid in pids and not h.waiting]
+    if not any(h.file.endswith(".lock") or h.mode == "WRITE" for h in mine):
+        return 0
+    return len({h.pid for h in found if h.waiting and h.pid not in pids})
 
 
 def command(pid: int) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kbx.core.config import EvalConfig
+from kbx.core.proctree import tree_pids
 from kbx.sandbox import expect
 from kbx.sandbox.wire import outputs
 from kbx.sandbox.wire.job import ChildConfig
@@ -156,49 +157,15 @@ def process_cpu_s(pid: int) -> float | None:
     return (utime + stime + cutime + cstime) / os.sysconf("SC_CLK_TCK")
 
 
-def tree_pids(pid: int) -> list[int]:
-    """``pid`` and its live descendants (each process once: its threads' children too)."""
-    found, todo = [], [pid]
-    while todo:
-        here = todo.pop()
-        if here in found:
-            continue
-        try:
-            tasks = os.listdir(f"/proc/{here}/task")
-        except OSError:
-            continue
-        found.append(here)
-        for tid in tasks:
-            try:
-                todo += [
-                    int(c) for c in Path(f"/proc/{here}/task/{tid}/children").read_text().split()
-                ]
-            except (OSError, ValueError):
-                continue
-    return found
-
-
 def tree_cpu_s(pid: int) -> float:
     """CPU seconds of ``pid`` and every live descendant, each with the children it has reaped."""
-    total, todo, seen = 0.0, [pid], set()
+    total = 0.0
     tick = os.sysconf("SC_CLK_TCK")
-    while todo:
-        here = todo.pop()
-        if here in seen:
-            continue
-        seen.add(here)
+    for here in tree_pids(pid):
         try:
             stat = Path(f"/proc/{here}/stat").read_text()
-            tasks = os.listdir(f"/proc/{here}/task")
         except OSError:
             continue
         fields = stat.rsplit(")", 1)[1].split()
         total += sum(int(f) for f in fields[11:15]) / tick
-        for tid in tasks:
-            try:
-                todo += [
-                    int(c) for c in Path(f"/proc/{here}/task/{tid}/children").read_text().split()
-                ]
-            except (OSError, ValueError):
-                continue
     return total

@@ -18,7 +18,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbx.gpu import clock
+from kbx.core.proctree import tree_pids
+from kbx.gpu import clock, lockholders
 from kbx.sandbox import evidence
 from kbx.sandbox.childenv import tree_cpu_s
 from kbx.sandbox.expect import Expected, Key
@@ -26,6 +27,7 @@ from kbx.sandbox.wire import channel
 from kbx.suite.verdict import CHILD_VERDICTS, Reject, Verdict
 
 POLL_S = 0.5  # how often a waiting parent looks at the child's CPU time
+HOLD_POLL_S = 1.0  # ... and at who holds and waits for the GPU lock (``check_hold``)
 # Parts of the run stage the child times itself (``done``'s ``parts``): its Triton compiles and
 # the op evidence's profiler sessions, kept as ``run_compile`` and ``run_evidence``.  Claims of
 # the child's, read as figures only: no verdict depends on them.
@@ -77,6 +79,9 @@ class Follower:
         self.device, self.perf = device, perf
         self.triton = triton  # torch compute is rejected (off only to validate a reference)
         self.locked = False  # the run has a GPU lock the child may wait for
+        self.lock: str | None = None  # ... its file (``check_hold``)
+        self.hogging: float | None = None  # since when the child has held it while others wait
+        self.hold_checked = 0.0
         self.seen: dict[str, int] = {}
         self.got = Announced()
         self.stage = Stage("setting up", None, limits.setup_s)
@@ -105,7 +110,9 @@ class Follower:
             self.got.spent["run_first"] = time.monotonic() - self.stage.wall_at
 
     def check_limits(self) -> None:
-        """Raise once the stage is past its CPU limit or its wall-clock backstop."""
+        """Raise once the stage is past its CPU limit or its wall-clock backstop, or the child
+        has held the GPU lock too long while others wait (``check_hold``)."""
+        self.check_hold()
         st = self.stage
         wall = time.monotonic() - st.wall_at
         cpu = tree_cpu_s(self.pid) - st.cpu_at if st.cpu_s is not None else 0.0
@@ -124,6 +131,32 @@ class Follower:
                 Verdict.TIMEOUT, f"used {cpu:.0f} s of CPU in {st.name} (limit {st.cpu_s:.0f} s)"
             )
         raise Reject(Verdict.TIMEOUT, f"no progress for {wall:.0f} s (wall clock) during {st.name}")
+
+    def check_hold(self) -> None:
+        """``timeout`` once the child (a process of its tree) has held the GPU lock for
+        ``Limits.hold_s`` while other processes waited for it, at every look (``HOLD_POLL_S``
+        apart): a kernel that never ends, or candidate code that sleeps inside a launch's hold
+        (a grid function, a heuristic), would otherwise stall every timing, check and baseline
+        on the GPU until the stage's wall-clock backstop.  Read from the kernel's table of
+        locks (``lockholders.hogged``), not from anything the child says.  A release between
+        two looks lets the waiters in (the lock prefers them), and starts the count again."""
+        now = time.monotonic()
+        if self.lock is None or now - self.hold_checked < HOLD_POLL_S:
+            return
+        self.hold_checked = now
+        waiting = lockholders.hogged(self.lock, set(tree_pids(self.pid)))
+        if not waiting:
+            self.hogging = None
+            return
+        if self.hogging is None:
+            self.hogging = now
+        held = now - self.hogging
+        if held > self.limits.hold_s:
+            raise Reject(
+                Verdict.TIMEOUT,
+                f"held the GPU lock for {held:.0f} s during {self.stage.name} while {waiting} "
+                f"other processes waited for it (limit {self.limits.hold_s:.0f} s)",
+            )
 
     def take(self, msg: Any) -> bool:
         """Act on one message; True once the child says it is done (and it may be)."""

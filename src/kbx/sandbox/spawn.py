@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kbx.core import incidents
+from kbx.core.proctree import tree_pids
 from kbx.sandbox import confine, expect, kernels, stderrs
 from kbx.sandbox.childenv import (
     child_env,
@@ -31,7 +32,6 @@ from kbx.sandbox.childenv import (
     folder_bytes,
     server_env,
     tree_cpu_s,
-    tree_pids,
 )
 from kbx.sandbox.expect import Key
 from kbx.sandbox.folder import Folder
@@ -227,6 +227,7 @@ class Child:
             self.cfg.require_triton,
         )
         follower.locked = self.cfg.lock is not None
+        follower.lock = self.cfg.lock
         try:
             while True:
                 msg = next_message(reader, follower, verifier)
