@@ -73,6 +73,43 @@ def test_work_on_a_side_stream_is_timed_at_its_true_cost(run_source, tmp_path):
         assert abs(a["kernel_ms"] - b["kernel_ms"]) <= 0.1 * b["kernel_ms"]
 
 
+THREAD_LAUNCH = """
+import threading
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _relu(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(y_ptr + offs, tl.where(x < 0, 0.0, x), mask=offs < n)  # NaN stays NaN
+
+
+def relu(input, inplace=False):
+    x = input.contiguous()
+    y = x if inplace else torch.empty_like(x)
+    worker = threading.Thread(
+        target=lambda: _relu[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+    )
+    worker.start()
+    worker.join()
+    return y
+"""
+
+
+def test_a_kernel_launched_from_a_joined_thread_passes_and_is_timed(run_source, tmp_path):
+    """Its launch inside the timing turn queued behind the turn, which waited for it: the GPU
+    was stalled until the wall-clock backstop (``gpulock.covered``)."""
+    source = tmp_path / "candidate" / "Activation" / "relu.py"
+    source.parent.mkdir(parents=True)
+    source.write_text(THREAD_LAUNCH)
+    records = run_source(source, device="cuda", timeout_s=60)
+    assert records[0]["verdict"] == "passed", records[0]["detail"]
+    assert records[0]["cases"] and records[0]["stage_s"]["timing"] < 60
+
+
 def test_large_outputs_are_copied_out_in_chunks_each_its_own_hold(tmp_path):
     import json
 

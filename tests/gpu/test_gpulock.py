@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from kbx.gpu.gpulock import exclusive, holding, shared
+from kbx.gpu.gpulock import covered, exclusive, holding, shared
 from kbx.gpu.placement import CPU
 from tests.conftest import keyed
 
@@ -348,3 +348,22 @@ def test_a_run_that_times_nothing_autotunes_briefly_under_a_shared_hold(tmp_path
         "warmup": launches.UNTIMED_WARMUP_MS,
         "rep": launches.UNTIMED_REP_MS,
     }
+
+
+def test_another_thread_s_work_inside_its_process_s_timing_turn_is_covered(tmp_path):
+    """A timing turn covers every thread of its process (``covered``); a shared hold covers
+    only its own thread, and nothing is left covered after either."""
+    lock = str(tmp_path / "gpu0.lock")
+    seen = []
+
+    def look():
+        seen.append((covered(), holding()))
+
+    for hold in (exclusive, shared):
+        with hold(lock):
+            with hold(lock):  # nested: one turn
+                run_together(look)
+            run_together(look)
+        run_together(look)
+    assert seen == [(True, False)] * 2 + [(False, False)] * 4
+    assert not covered()

@@ -32,6 +32,22 @@ from typing import Any, TextIO
 from kbx.gpu import cores, gpuwait
 
 _held = threading.local()  # this thread's mode ("ex" or "sh") and depth
+
+
+class _Turns:
+    """How many threads of this process hold the lock exclusively now (``covered``); an object,
+    not a list, so that kbx's frozen copies of this module (``bound``) share it."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.lock = threading.Lock()
+
+    def add(self, step: int) -> None:
+        with self.lock:
+            self.n += step
+
+
+_TURNS = _Turns()
 # Called with True before a wait that would block and False after it (the child tells its
 # parent, so that time spent queueing for the GPU is not counted against the candidate).
 ON_WAIT: list[Callable[[bool], None]] = []
@@ -123,6 +139,15 @@ def holding() -> bool:
     return _depth() > 0
 
 
+def covered() -> bool:
+    """Whether this thread's GPU work runs inside a hold already: its own, or another thread's
+    timing turn in this process.  A turn has the GPU to itself, and what the process's threads
+    launch meanwhile is part of what it times; a thread that queued behind its own process's
+    turn would wait for ever where the turn waits for it (a candidate that launches from a
+    worker thread and joins it inside its timed call)."""
+    return holding() or _TURNS.n > 0
+
+
 class exclusive:
     """Held while timing: waits for current shared holders, keeps new ones out."""
 
@@ -144,6 +169,7 @@ class exclusive:
             _held.mode = self.mode
             _held.outer = self
             if self.mode == "ex":  # the timing turn's host side
+                _TURNS.add(1)
                 self.spins = gpuwait.begin_turn()
                 self.moved = cores.begin_turn(self.core)
         elif self.path and self.mode == "ex" and getattr(_held, "mode", "ex") == "sh":
@@ -169,6 +195,8 @@ class exclusive:
         _held.depth = _depth() - 1
         if _held.depth == 0:
             _held.outer = None
+            if self.files and self.mode == "ex":
+                _TURNS.add(-1)
         cores.end_turn(self.moved)
         gpuwait.end_turn(self.spins)
         self.spins, self.moved = False, None

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import triton
@@ -151,3 +152,25 @@ def test_a_compiled_kernels_launcher_is_built_before_its_launch_takes_the_gpu_lo
     finally:
         gpulock.LOG_MIN_S = saved
     assert isinstance(launch, Kernel) and len(built) == 2 and built[-1][2] is False
+
+
+def test_a_launch_from_another_thread_inside_the_timing_turn_runs_in_it(tmp_path):
+    """A candidate that launches from a worker thread and joins it inside its timed call: the
+    thread's launch queued behind its own process's turn, which waited for it, and the GPU lock
+    with it, for ever (every process on the GPU behind them).  It runs inside the turn."""
+    from kbx.gpu import gpulock
+
+    lock, state, ran = str(tmp_path / "gpu0.lock"), launches.new_state(), []
+
+    def original(kernel, *args, **kwargs):
+        ran.append((kernel, kwargs.get("warmup", False), gpulock.holding()))
+
+    def worker():
+        launches.compiled_launch("kernel", (), {}, original, state, None, lock, None)
+
+    with gpulock.exclusive(lock, "timing"):
+        thread = threading.Thread(target=worker)
+        thread.start()
+        thread.join(10)
+        assert not thread.is_alive()
+    assert ran == [("kernel", False, False)]  # no warm-up, no hold of its own: the turn's

@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from kbx.gpu.gpulock import exclusive, holding, locked, shared
+from kbx.gpu.gpulock import covered, exclusive, locked, shared
 from kbx.sandbox.child import bound, handling, interp, libdevice, pristine
 
 
@@ -222,7 +222,7 @@ def compiled_launch(
         state["kernels"].add(getattr(getattr(kernel, "fn", None), "__name__", ""))
     try:
         with mark:
-            if lock is None or holding():
+            if lock is None or covered():
                 return original(kernel, *args, **kwargs)
             if warm:  # a compile alone (an autotuned config's)
                 return compiled(state, original, kernel, *args, **kwargs)
@@ -440,7 +440,7 @@ def lock_autotuner(lock: str, timed: bool = True) -> None:
         if getattr(self, "_do_bench", short) is None:  # Triton's default: the shorter budget
             self._do_bench = short
             vars(self).pop("do_bench", None)  # a benchmark cached before (a cached_property)
-        if holding():
+        if covered():
             return original(self, *args, config=config, **meta)
         with contextlib.suppress(Exception):  # best effort: a failing compile fails again below
             self.fn.run(*args, **{**meta, **config.all_kwargs(), "warmup": True})
