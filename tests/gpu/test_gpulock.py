@@ -367,3 +367,18 @@ def test_another_thread_s_work_inside_its_process_s_timing_turn_is_covered(tmp_p
         run_together(look)
     assert seen == [(True, False)] * 2 + [(False, False)] * 4
     assert not covered()
+
+
+def test_kbx_s_frozen_copies_see_the_process_s_timing_turns(tmp_path):
+    """The child runs frozen copies of kbx's functions (``bound``), whose lists and dicts are
+    copies of their own: the count of turns must be shared with the original module."""
+    import kbx.sandbox.child.launches  # noqa: F401 - frozen with the rest
+    from kbx.gpu import gpulock
+    from kbx.sandbox.child import bound
+
+    frozen = bound.freeze().get("kbx.sandbox.child.launches", "covered")
+    assert frozen is not gpulock.covered
+    seen = []
+    with exclusive(str(tmp_path / "gpu0.lock")):
+        run_together(lambda: seen.append(frozen()))
+    assert seen == [True] and not frozen()
