@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from kbx.core.config import Limits
+from kbx.gpu import lockholders
 from kbx.sandbox.expect import Expected
 from kbx.sandbox.follow import Follower
 from kbx.sandbox.wire.channel import encode, parse_line
@@ -91,6 +92,9 @@ def test_a_child_that_holds_the_gpu_lock_while_others_wait_times_out(tmp_path, o
         assert child.stdout is not None and child.stdout.readline() == "held\n"
         if others_wait:
             waiter = spawn(WAITER, lock)
+            deadline = time.monotonic() + 10
+            while not lockholders.hogged(str(lock), {child.pid}) and time.monotonic() < deadline:
+                time.sleep(0.05)  # the waiter queued: every look from here on sees it
         expected = Expected(runs={("cases", 0): 1}, bench=(), bench_total=0)
         limits = Limits(hold_s=2.0)
         follower = Follower(child.pid, expected, limits, "cuda", perf=False, triton=True)
@@ -101,8 +105,16 @@ def test_a_child_that_holds_the_gpu_lock_while_others_wait_times_out(tmp_path, o
         if not others_wait:
             follow_for(follower, 4.5)
             return
+        follow_for(follower, 1.8)
+        said(follower, "go")
+        said(follower, "case", kind="cases", index=0)  # each case its own hold limit
+        said(follower, "wait")
+        follow_for(follower, 1.8)
         with pytest.raises(Reject) as got:
-            follow_for(follower, 10.0)
+            for _ in range(10):  # forged waits and goes move nothing
+                said(follower, "go")
+                said(follower, "wait")
+                follow_for(follower, 1.0)
         assert got.value.verdict is Verdict.TIMEOUT
         assert "held the GPU lock for " in got.value.detail
         assert "during a wait for the GPU lock while 1 other processes waited" in got.value.detail

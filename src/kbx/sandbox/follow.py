@@ -139,7 +139,10 @@ class Follower:
         (a grid function, a heuristic), would otherwise stall every timing, check and baseline
         on the GPU until the stage's wall-clock backstop.  Read from the kernel's table of
         locks (``lockholders.hogged``), not from anything the child says.  A release between
-        two looks lets the waiters in (the lock prefers them), and starts the count again."""
+        two looks lets the waiters in (the lock prefers them), and starts the count again; so
+        does each case and each benchmark case's timing (signed messages: the GPU lock's
+        unsigned wait/go, which a candidate can forge, move nothing here), since the one timing
+        turn of a slow candidate's benchmark cases may together last longer."""
         now = time.monotonic()
         if self.lock is None or now - self.hold_checked < HOLD_POLL_S:
             return
@@ -204,9 +207,11 @@ class Follower:
         on_cpu_bench = msg.kind == "bench" and self.device == "cpu"
         budget = self.limits.bench_cpu_s if on_cpu_bench else self.limits.case_s
         self.enter(f"{msg.kind} {msg.index}", budget)
+        self.hogging = None  # each case its own hold limit, as its own time limits
 
     def on_timing(self, msg: Any) -> None:
         self.enter(f"timing of bench {msg.index}", self.limits.timing_s)
+        self.hogging = None  # one turn times every case: each case its own hold limit
 
     def on_samples(self, msg: Any) -> None:
         if not self.perf or msg.index in self.got.samples:
