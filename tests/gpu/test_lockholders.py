@@ -27,10 +27,23 @@ def holder(path: Path, mode: str) -> subprocess.Popen[str]:
     )
 
 
-def test_a_hold_and_the_waits_behind_it_are_named(tmp_path):
-    lock = tmp_path / "gpu0.lock"
+def ended(*procs: subprocess.Popen[str] | None) -> None:
+    for proc in procs:
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+
+
+def lock_files(folder: Path) -> Path:
+    """A GPU's lock file and its gate, as a run folder has them."""
+    (folder / "gpu0.lock.gate").touch()
+    lock = folder / "gpu0.lock"
     lock.touch()
-    (tmp_path / "gpu0.lock.gate").touch()
+    return lock
+
+
+def test_a_hold_and_the_waits_behind_it_are_named(tmp_path):
+    lock = lock_files(tmp_path)
     owner = holder(lock, "ex")
     waiter = None
     try:
@@ -53,10 +66,7 @@ def test_a_hold_and_the_waits_behind_it_are_named(tmp_path):
         assert f"{waiter.pid} waits for gpu0.lock (READ)" in text
         assert "test_lockholders.py" in text  # this process's own stack
     finally:
-        for proc in (owner, waiter):
-            if proc is not None:
-                proc.kill()
-                proc.wait()
+        ended(owner, waiter)
 
 
 def test_no_lock_files_or_no_holds_say_nothing(tmp_path):
@@ -153,11 +163,8 @@ def test_the_dump_asks_only_a_holding_baseline_worker_for_its_stacks(tmp_path, m
 
 
 def test_hogged_counts_the_others_waiting_only_while_one_of_the_pids_holds(tmp_path):
-    lock = tmp_path / "gpu0.lock"
-    lock.touch()
-    (tmp_path / "gpu0.lock.gate").touch()
-    owner = holder(lock, "sh")
-    waiter = None
+    lock = lock_files(tmp_path)
+    owner, waiter = holder(lock, "sh"), None
     try:
         assert owner.stdout is not None and owner.stdout.readline() == "held\n"
         assert lockholders.hogged(str(lock), {owner.pid}) == 0  # nobody waits: no harm
@@ -170,28 +177,17 @@ def test_hogged_counts_the_others_waiting_only_while_one_of_the_pids_holds(tmp_p
         assert lockholders.hogged(str(lock), {os.getpid()}) == 0  # not a holder
         assert lockholders.hogged(str(tmp_path / "gpu1.lock"), {owner.pid}) == 0  # no such lock
     finally:
-        for proc in (owner, waiter):
-            if proc is not None:
-                proc.kill()
-                proc.wait()
+        ended(owner, waiter)
 
 
 def test_passing_the_gate_counts_as_holding_and_queueing_at_it_does_not(tmp_path):
     """A shared taker holds the gate exclusively while it passes; a timing holds it shared while
     it waits for the main lock (``gpulock``): only the first keeps the others out."""
-    lock = tmp_path / "gpu0.lock"
-    lock.touch()
-    gate = tmp_path / "gpu0.lock.gate"
-    gate.touch()
-    inode = gate.stat().st_ino
+    lock = lock_files(tmp_path)
+    inode = Path(f"{lock}.gate").stat().st_ino
     table = tmp_path / "locks"
-    table.write_text(
-        f"1: FLOCK  ADVISORY  WRITE  41 00:2a:{inode} 0 EOF\n"
-        f"1: -> FLOCK  ADVISORY  READ 42 00:2a:{inode} 0 EOF\n"
-    )
-    assert lockholders.hogged(str(lock), {41}, table) == 1
-    table.write_text(
-        f"1: FLOCK  ADVISORY  READ  41 00:2a:{inode} 0 EOF\n"
-        f"1: -> FLOCK  ADVISORY  WRITE 42 00:2a:{inode} 0 EOF\n"
-    )
-    assert lockholders.hogged(str(lock), {41}, table) == 0
+    for held, waits, hogged in (("WRITE", "READ", 1), ("READ", "WRITE", 0)):
+        table.write_text(f"1: FLOCK ADVISORY {held} 41 00:2a:{inode} 0 EOF\n")
+        with table.open("a") as f:
+            f.write(f"1: -> FLOCK ADVISORY {waits} 42 00:2a:{inode} 0 EOF\n")
+        assert lockholders.hogged(str(lock), {41}, table) == hogged
