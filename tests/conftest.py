@@ -23,6 +23,18 @@ JOBS1 = ROOT / "tests" / "jobs1.toml"
 
 EvalFn = Callable[..., list[dict[str, Any]]]
 
+# One task of each category, CI's share of the whole-suite runs (``pytest -m slow``): each
+# category's median task by CPU time beside two busy loops (reference-cpu.jsonl in
+# benchmarks/results).  The Triton reference solutions beside two busy loops take about 150 s of
+# `make test` where the whole suite takes 25 minutes (its figure: ``benchmarks/gpu.py reference
+# --device cpu --busy 2``); ``kbx validate`` about 20 s where the whole suite takes 160 s.
+SAMPLE = (
+    "Activation/tanh_bf16 Convolution/conv_transpose2d Fusion/fused_gelu_min Index/masked_select "
+    "LinearAlgebra/determinant_lu Loss/smooth_l1_loss Math/signbit MatrixMultiply/matmul_fp16 "
+    "Normalization/normalize_pairwise_distance Optimizer/Lion Pooling/avg_pool1d "
+    "Quantization/conv2d_w8a8 Random/rand Reduce/min_gelu SpatialOps/grid_sample_with_affine"
+).split()
+
 
 @pytest.fixture
 def run_source(tmp_path: Path) -> EvalFn:

@@ -15,21 +15,10 @@ from kbx.sandbox import confine
 from kbx.sandbox.childenv import settings
 from kbx.suite import load_suite
 from tests import conftest
-from tests.conftest import BAD, REFERENCE
+from tests.conftest import BAD, REFERENCE, SAMPLE
 from tests.progress import progress
 
 BAD_FOLDERS = sorted(p.name for p in BAD.iterdir() if p.is_dir())
-
-
-# Each category's median task by CPU time beside two busy loops (reference-cpu.jsonl in
-# benchmarks/results): about 150 s of `make test`, where the whole suite takes 25 minutes
-# (``pytest -m slow``; its figure: ``benchmarks/gpu.py reference --device cpu --busy 2``)
-SAMPLE = (
-    "Activation/tanh_bf16 Convolution/conv_transpose2d Fusion/fused_gelu_min Index/masked_select "
-    "LinearAlgebra/determinant_lu Loss/smooth_l1_loss Math/signbit MatrixMultiply/matmul_fp16 "
-    "Normalization/normalize_pairwise_distance Optimizer/Lion Pooling/avg_pool1d "
-    "Quantization/conv2d_w8a8 Random/rand Reduce/min_gelu SpatialOps/grid_sample_with_affine"
-).split()
 
 
 def test_a_task_of_each_category_passes_on_cpu_beside_two_busy_loops(
