@@ -33,7 +33,7 @@ def test_the_first_case_and_the_child_s_parts_are_kept_as_parts_of_the_run():
     said(follower, "ready", parts={"imports": 0.1})
     said(follower, "imported")
     said(follower, "case", kind="cases", index=0)
-    follower.locked = True
+    follower.use_lock("gpu0.lock")  # a run with a GPU lock (never read here)
     said(follower, "wait")  # a wait for the GPU lock inside the first case is part of it
     said(follower, "go")
     said(follower, "output", kind="cases", index=0, file="cases-0.safetensors", sha256=SHA, size=8)
@@ -98,7 +98,7 @@ def test_a_child_that_holds_the_gpu_lock_while_others_wait_times_out(tmp_path, o
         expected = Expected(runs={("cases", 0): 1}, bench=(), bench_total=0)
         limits = Limits(hold_s=2.0)
         follower = Follower(child.pid, expected, limits, "cuda", perf=False, triton=True)
-        follower.locked, follower.lock = True, str(lock)
+        follower.use_lock(str(lock))
         said(follower, "ready", parts={})
         said(follower, "imported")
         said(follower, "wait")

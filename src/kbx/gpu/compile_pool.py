@@ -28,14 +28,13 @@ import time
 from typing import Any
 
 from kbx.core import incidents
-from kbx.core.proctree import tree_pids
+from kbx.core.config import Limits
 from kbx.gpu import footprint, lockholders
 from kbx.gpu.budget import Grant
 
 MARK = b"KBX-BASELINE "
 TASKS_PER_WORKER = 24  # then a fresh process: compiled graphs and allocator state stay bounded
-HOLD_S = 120.0  # a worker that holds the GPU lock this long while others wait is ended
-LOOK_S = 1.0  # ... looked for this often (``Worker.hogging``)
+HOLD_S = Limits().hold_s  # a worker that holds the GPU lock this long while others wait is ended
 
 
 class WorkerFailed(Exception):
@@ -81,7 +80,8 @@ class Worker:
         except OSError as exc:
             raise WorkerFailed(f"cannot write to the baseline worker: {exc}") from None
         deadline = time.monotonic() + timeout_s
-        lock, hogging, looked = request.get("lock") or None, None, time.monotonic()
+        lock = request.get("lock")
+        watch = lockholders.Watch(lock, self.proc.pid) if lock else None
         while True:
             end = self.buffer.find(b"\n")
             if end >= 0:
@@ -98,41 +98,32 @@ class Worker:
                         reply["log"] = str(self.log)  # its trace is there
                     return reply
                 continue  # something else printed to stdout (torch, inductor)
-            now = time.monotonic()
-            left = deadline - now
+            left = deadline - time.monotonic()
             if left <= 0:
                 raise WorkerFailed(f"no reply from the baseline worker in {timeout_s:.0f} s")
-            if lock is not None and now - looked >= LOOK_S:
-                looked = now
-                hogging = self.hogging(lock, hogging, now)
+            if watch is not None and (held := watch.held_s()) > HOLD_S:
+                self.held(held, watch.waiting)
             assert self.proc.stdout is not None
-            ready, _, _ = select.select([self.proc.stdout], [], [], min(left, LOOK_S))
+            ready, _, _ = select.select([self.proc.stdout], [], [], min(left, lockholders.LOOK_S))
             if ready:
                 chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
                 if not chunk:
                     raise WorkerFailed(f"the baseline worker exited ({self.proc.poll()})")
                 self.buffer += chunk
 
-    def hogging(self, lock: str, since: float | None, now: float) -> float | None:
-        """Since when the worker has held ``lock`` while others wait, at every look (None: it
-        does not now); past ``HOLD_S``, ``WorkerHeld``, once it has written its stacks to its
-        log (``SIGUSR1``, ``baseline_worker.stacks_on_request``).  Trusted code: a worker that
-        does so is kbx's own fault (docs/design/throughput.md, A hold that never ended), which
-        the run reports against that task instead of stalling every GPU job behind it."""
-        waiting = lockholders.hogged(lock, set(tree_pids(self.proc.pid)))
-        if not waiting:
-            return None
-        if since is None:
-            return now
-        if now - since > HOLD_S:
-            with contextlib.suppress(OSError):
-                os.kill(self.proc.pid, signal.SIGUSR1)
-            time.sleep(1.0)  # its stacks written before it is killed
-            raise WorkerHeld(
-                f"the baseline worker held the GPU lock for {now - since:.0f} s while "
-                f"{waiting} other processes waited for it (its stacks: {self.log})"
-            )
-        return since
+    def held(self, held_s: float, waiting: int) -> None:
+        """``WorkerHeld``, once the worker has written its stacks to its log (``SIGUSR1``,
+        ``baseline_worker.stacks_on_request``).  Trusted code: a worker that holds the GPU lock
+        while others wait is kbx's own fault (docs/design/throughput.md, A hold that never
+        ended), which the run reports against that task instead of stalling every GPU job
+        behind it."""
+        with contextlib.suppress(OSError):
+            os.kill(self.proc.pid, signal.SIGUSR1)
+        time.sleep(1.0)  # its stacks written before it is killed
+        raise WorkerHeld(
+            f"the baseline worker held the GPU lock for {held_s:.0f} s while {waiting} other "
+            f"processes waited for it (its stacks: {self.log})"
+        )
 
     def close(self) -> None:
         if self.proc.poll() is None:

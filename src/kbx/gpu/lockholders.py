@@ -20,7 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from kbx.core.proctree import tree_pids
+
 LOCKS = Path("/proc/locks")
+LOOK_S = 1.0  # how often a ``Watch`` reads the table
 WORKER = "evaluate.baseline_worker"  # a baseline worker's module (``command``): it dumps stacks
 
 
@@ -34,13 +37,9 @@ class Hold:
 
 def lock_files(run_dir: Path) -> dict[int, str]:
     """The run folder's GPU lock files, by inode."""
-    found = {}
-    for path in sorted(run_dir.glob("gpu*.lock")) + sorted(run_dir.glob("gpu*.lock.gate")):
-        try:
-            found[path.stat().st_ino] = path.name
-        except OSError:
-            continue
-    return found
+    return {
+        i: name for lock in run_dir.glob("gpu*.lock") for i, name in one_lock(str(lock)).items()
+    }
 
 
 def holds(run_dir: Path, table: Path = LOCKS) -> list[Hold]:
@@ -92,6 +91,32 @@ def hogged(lock: str, pids: set[int], table: Path = LOCKS) -> int:
     if not any(h.file.endswith(".lock") or h.mode == "WRITE" for h in mine):
         return 0
     return len({h.pid for h in found if h.waiting and h.pid not in pids})
+
+
+class Watch:
+    """Since when a process and its descendants (``pid``'s tree) have held the GPU lock
+    ``lock`` while others wait for it, at every look (``hogged``), looked at most every
+    ``LOOK_S``: a candidate's child (``follow``) and a baseline worker (``compile_pool``) are
+    ended past their limit."""
+
+    def __init__(self, lock: str, pid: int) -> None:
+        self.lock, self.pid = lock, pid
+        self.since: float | None = None  # None: not holding while others wait at the last look
+        self.looked = 0.0
+        self.waiting = 0  # how many processes waited at the last look
+
+    def restart(self) -> None:
+        """Count from the next look on (a new case has its own limit)."""
+        self.since = None
+
+    def held_s(self) -> float:
+        """Seconds of holding while others wait, as of the latest look (0: not now)."""
+        now = time.monotonic()
+        if now - self.looked >= LOOK_S:
+            self.looked = now
+            self.waiting = hogged(self.lock, set(tree_pids(self.pid)))
+            self.since = (self.since or now) if self.waiting else None
+        return 0.0 if self.since is None else now - self.since
 
 
 def command(pid: int) -> str:

@@ -18,7 +18,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbx.core.proctree import tree_pids
 from kbx.gpu import clock, lockholders
 from kbx.sandbox import evidence
 from kbx.sandbox.childenv import tree_cpu_s
@@ -27,7 +26,6 @@ from kbx.sandbox.wire import channel
 from kbx.suite.verdict import CHILD_VERDICTS, Reject, Verdict
 
 POLL_S = 0.5  # how often a waiting parent looks at the child's CPU time
-HOLD_POLL_S = 1.0  # ... and at who holds and waits for the GPU lock (``check_hold``)
 # Parts of the run stage the child times itself (``done``'s ``parts``): its Triton compiles and
 # the op evidence's profiler sessions, kept as ``run_compile`` and ``run_evidence``.  Claims of
 # the child's, read as figures only: no verdict depends on them.
@@ -78,10 +76,7 @@ class Follower:
         self.pid, self.expected, self.limits = pid, expected, limits
         self.device, self.perf = device, perf
         self.triton = triton  # torch compute is rejected (off only to validate a reference)
-        self.locked = False  # the run has a GPU lock the child may wait for
-        self.lock: str | None = None  # ... its file (``check_hold``)
-        self.hogging: float | None = None  # since when the child has held it while others wait
-        self.hold_checked = 0.0
+        self.watch: lockholders.Watch | None = None  # the run's GPU lock, if it has one
         self.seen: dict[str, int] = {}
         self.got = Announced()
         self.stage = Stage("setting up", None, limits.setup_s)
@@ -132,33 +127,35 @@ class Follower:
             )
         raise Reject(Verdict.TIMEOUT, f"no progress for {wall:.0f} s (wall clock) during {st.name}")
 
+    @property
+    def locked(self) -> bool:
+        """Whether the run has a GPU lock the child may wait for."""
+        return self.watch is not None
+
+    def use_lock(self, path: str | None) -> None:
+        """The run's GPU lock file (None: none, on the CPU)."""
+        self.watch = lockholders.Watch(path, self.pid) if path else None
+
     def check_hold(self) -> None:
         """``timeout`` once the child (a process of its tree) has held the GPU lock for
-        ``Limits.hold_s`` while other processes waited for it, at every look (``HOLD_POLL_S``
-        apart): a kernel that never ends, or candidate code that sleeps inside a launch's hold
-        (a grid function, a heuristic), would otherwise stall every timing, check and baseline
-        on the GPU until the stage's wall-clock backstop.  Read from the kernel's table of
-        locks (``lockholders.hogged``), not from anything the child says.  A release between
-        two looks lets the waiters in (the lock prefers them), and starts the count again; so
-        does each case and each benchmark case's timing (signed messages: the GPU lock's
-        unsigned wait/go, which a candidate can forge, move nothing here), since the one timing
-        turn of a slow candidate's benchmark cases may together last longer."""
-        now = time.monotonic()
-        if self.lock is None or now - self.hold_checked < HOLD_POLL_S:
+        ``Limits.hold_s`` while other processes waited for it, at every look
+        (``lockholders.Watch``): a kernel that never ends, or candidate code that sleeps inside
+        a launch's hold (a grid function, a heuristic), would otherwise stall every timing,
+        check and baseline on the GPU until the stage's wall-clock backstop.  Read from the
+        kernel's table of locks, not from anything the child says.  A release between two looks
+        lets the waiters in (the lock prefers them), and starts the count again; so does each
+        case and each benchmark case's timing (signed messages: the GPU lock's unsigned
+        wait/go, which a candidate can forge, move nothing here), since the one timing turn of
+        a slow candidate's benchmark cases may together last longer."""
+        if self.watch is None:
             return
-        self.hold_checked = now
-        waiting = lockholders.hogged(self.lock, set(tree_pids(self.pid)))
-        if not waiting:
-            self.hogging = None
-            return
-        if self.hogging is None:
-            self.hogging = now
-        held = now - self.hogging
+        held = self.watch.held_s()
         if held > self.limits.hold_s:
             raise Reject(
                 Verdict.TIMEOUT,
-                f"held the GPU lock for {held:.0f} s during {self.stage.name} while {waiting} "
-                f"other processes waited for it (limit {self.limits.hold_s:.0f} s)",
+                f"held the GPU lock for {held:.0f} s during {self.stage.name} while "
+                f"{self.watch.waiting} other processes waited for it "
+                f"(limit {self.limits.hold_s:.0f} s)",
             )
 
     def take(self, msg: Any) -> bool:
@@ -207,11 +204,17 @@ class Follower:
         on_cpu_bench = msg.kind == "bench" and self.device == "cpu"
         budget = self.limits.bench_cpu_s if on_cpu_bench else self.limits.case_s
         self.enter(f"{msg.kind} {msg.index}", budget)
-        self.hogging = None  # each case its own hold limit, as its own time limits
+        self.restart_hold()
 
     def on_timing(self, msg: Any) -> None:
         self.enter(f"timing of bench {msg.index}", self.limits.timing_s)
-        self.hogging = None  # one turn times every case: each case its own hold limit
+        self.restart_hold()
+
+    def restart_hold(self) -> None:
+        """Each case and each benchmark case's timing its own hold limit, as its own time
+        limits (one turn times every benchmark case)."""
+        if self.watch is not None:
+            self.watch.restart()
 
     def on_samples(self, msg: Any) -> None:
         if not self.perf or msg.index in self.got.samples:

@@ -226,8 +226,7 @@ class Child:
             self.cfg.timed,
             self.cfg.require_triton,
         )
-        follower.locked = self.cfg.lock is not None
-        follower.lock = self.cfg.lock
+        follower.use_lock(self.cfg.lock)
         try:
             while True:
                 msg = next_message(reader, follower, verifier)
